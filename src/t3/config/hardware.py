@@ -1,0 +1,198 @@
+"""Typed, validated, immutable hardware descriptions.
+
+A hardware description is a TOML file (see ``presets/``). Every section maps to one model below;
+unknown keys, missing fields and out-of-range values raise :class:`t3.errors.ConfigError` whose
+one-line message names the offending field (``link.bandwidth_Bps: must be > 0``).
+
+Units are SI throughout: seconds, bytes, bytes/second, hertz.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from t3.errors import ConfigError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+class Compute(_Strict):
+    cus: int = Field(gt=0, description="compute units (CUs / SMs) per GPU")
+    clock_hz: float = Field(gt=0, description="core clock")
+    matrix_flops_per_clk_per_cu: dict[str, float] = Field(
+        description="dense matrix FLOP per clock per CU, by dtype (fp16, bf16, fp8, fp32)"
+    )
+    gemm_efficiency: float = Field(
+        default=1.0, gt=0, le=1, description="fraction of matrix peak a GEMM tile's inner loop reaches"
+    )
+    wg_per_cu: int = Field(default=1, gt=0, description="GEMM workgroups resident per CU (wave = cus * wg_per_cu)")
+    tile_m: int = Field(default=128, gt=0, description="GEMM output macro-tile rows")
+    tile_n: int = Field(default=128, gt=0, description="GEMM output macro-tile columns")
+    l2_bytes: int = Field(gt=0, description="last-level (L2) cache size")
+    l2_usable_fraction: float = Field(
+        default=0.5, gt=0, le=1, description="share of the L2 a GEMM operand may occupy and still be reused"
+    )
+    cu_copy_Bps: float = Field(
+        gt=0, description="bytes/s one CU moves in a communication/reduction kernel (load+store issue limit)"
+    )
+    kernel_launch_s: float = Field(default=0.0, ge=0, description="launch overhead per kernel")
+
+    @model_validator(mode="after")
+    def _dtypes(self) -> Compute:
+        for k, v in self.matrix_flops_per_clk_per_cu.items():
+            if v <= 0:
+                raise ValueError(f"matrix_flops_per_clk_per_cu.{k}: must be > 0")
+        return self
+
+    def peak_flops(self, dtype: str) -> float:
+        """Matrix peak of the whole GPU for ``dtype`` in FLOP/s (efficiency not applied)."""
+        try:
+            per = self.matrix_flops_per_clk_per_cu[dtype]
+        except KeyError:
+            raise ConfigError(
+                f"compute.matrix_flops_per_clk_per_cu: no entry for dtype '{dtype}' "
+                f"(have {sorted(self.matrix_flops_per_clk_per_cu)})"
+            ) from None
+        return per * self.clock_hz * self.cus
+
+
+class Hbm(_Strict):
+    bandwidth_Bps: float = Field(gt=0, description="peak DRAM bandwidth per GPU")
+    efficiency: float = Field(default=1.0, gt=0, le=1, description="sustainable fraction of peak")
+    channels: int = Field(default=32, gt=0, description="memory channels (used by the arbitration model)")
+
+    @property
+    def effective_Bps(self) -> float:
+        return self.bandwidth_Bps * self.efficiency
+
+
+class Link(_Strict):
+    bandwidth_Bps: float = Field(gt=0, description="bandwidth per link per direction")
+    latency_s: float = Field(ge=0, description="one-way latency of a transfer")
+
+
+class Topology(_Strict):
+    kind: Literal["ring", "mesh", "switch"] = Field(description="ring, fully-connected mesh, or switch")
+    gpus: int = Field(default=8, gt=1, description="GPUs in the node (default TP degree)")
+    bidirectional_ring: bool = Field(
+        default=False, description="ring collectives use both directions (halves per-direction bytes)"
+    )
+
+
+class Dma(_Strict):
+    engines: int = Field(gt=0, description="DMA (copy) engines per GPU")
+    bandwidth_Bps: float = Field(gt=0, description="bytes/s one DMA engine moves")
+    command_overhead_s: float = Field(ge=0, description="fixed cost of one DMA command")
+
+
+class Nmc(_Strict):
+    present: bool = Field(description="near-memory compute: DRAM executes op-and-store updates")
+    update_overhead: float = Field(
+        default=1.0, ge=1.0, description="channel cost of one NMC update relative to a plain write of the same bytes"
+    )
+
+
+class Tracker(_Strict):
+    entries: int = Field(default=256, gt=0, description="tracker table entries (T3: 256, ~19 KB)")
+    granularity_tiles: int = Field(default=1, gt=0, description="wavefront tiles counted per entry")
+
+
+class Mca(_Strict):
+    occupancy_threshold: float = Field(
+        default=0.8, gt=0, le=1, description="HBM occupancy below which communication may issue (fraction)"
+    )
+    starvation_share: float = Field(
+        default=0.05, ge=0, lt=1, description="minimum HBM share guaranteed to communication (starvation bound)"
+    )
+
+
+class Hardware(_Strict):
+    name: str
+    description: str = ""
+    compute: Compute
+    hbm: Hbm
+    link: Link
+    topology: Topology
+    dma: Dma
+    nmc: Nmc
+    tracker: Tracker = Tracker()
+    mca: Mca = Mca()
+
+    def with_overrides(self, overrides: dict[str, Any]) -> Hardware:
+        """A new validated Hardware with dotted-path overrides applied (``{"link.bandwidth_Bps": 1e11}``)."""
+        return hardware_from_dict(apply_overrides(self.model_dump(), overrides, what="hardware"), self.name)
+
+
+def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], what: str) -> dict[str, Any]:
+    """Apply dotted-path overrides to a nested dict; unknown paths are errors naming the path."""
+    out = copy.deepcopy(data)
+    for path, value in overrides.items():
+        node = out
+        parts = path.split(".")
+        for p in parts[:-1]:
+            node = node.get(p) if isinstance(node, dict) else None
+            if not isinstance(node, dict):
+                raise ConfigError(f"{what}.{path}: unknown field")
+        if parts[-1] not in node:
+            raise ConfigError(f"{what}.{path}: unknown field")
+        node[parts[-1]] = value
+    return out
+
+
+def _format_validation_error(err: ValidationError, origin: str) -> str:
+    e = err.errors()[0]
+    loc = ".".join(str(p) for p in e["loc"])
+    msg = e["msg"]
+    if e["type"] == "extra_forbidden":
+        msg = "unknown field"
+    elif e["type"] == "missing":
+        msg = "missing field"
+    extra = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
+    return f"{origin}: {loc}: {msg}{extra}" if loc else f"{origin}: {msg}{extra}"
+
+
+def hardware_from_dict(data: dict[str, Any], origin: str) -> Hardware:
+    try:
+        return Hardware.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(_format_validation_error(err, f"hardware '{origin}'")) from None
+
+
+def preset_names() -> list[str]:
+    files = resources.files("t3.config").joinpath("presets")
+    return sorted(p.name[:-5] for p in files.iterdir() if p.name.endswith(".toml"))
+
+
+def _read_toml(text: str, origin: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"hardware '{origin}': not valid TOML: {err}") from None
+
+
+def load_hardware(name_or_path: str | Path, overrides: dict[str, Any] | None = None) -> Hardware:
+    """Load a preset by name (``paper-80cu``) or a user TOML file by path, then apply overrides."""
+    s = str(name_or_path)
+    path = Path(s)
+    if s.endswith(".toml") or path.exists():
+        if not path.is_file():
+            raise ConfigError(f"hardware: file '{s}' not found")
+        data = _read_toml(path.read_text(), s)
+        data.setdefault("name", path.stem)
+    else:
+        if s not in preset_names():
+            raise ConfigError(f"hardware: unknown preset '{s}' (available: {', '.join(preset_names())})")
+        text = resources.files("t3.config").joinpath("presets", f"{s}.toml").read_text()
+        data = _read_toml(text, s)
+    hw = hardware_from_dict(data, s)
+    if overrides:
+        hw = hw.with_overrides(overrides)
+    return hw

@@ -1,0 +1,84 @@
+"""Model zoo: Transformer dimensions by name, or from a user TOML file with the same keys."""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from t3.errors import ConfigError
+
+
+class ModelSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    hidden: int = Field(gt=0)
+    layers: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: int | None = Field(default=None, gt=0, description="KV heads (GQA); default = heads")
+    ffn: int = Field(gt=0, description="MLP intermediate width")
+    gated: bool = Field(default=False, description="gated MLP (SwiGLU): FC-1 produces 2*ffn")
+    tokens: int = Field(gt=0, description="default tokens per iteration (batch x sequence)")
+    dtype: str = "fp16"
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+    @property
+    def qkv_width(self) -> int:
+        kv = self.kv_heads or self.heads
+        return (self.heads + 2 * kv) * self.head_dim
+
+    @property
+    def fc1_width(self) -> int:
+        return self.ffn * (2 if self.gated else 1)
+
+    def params(self) -> int:
+        """Weight parameters of the Transformer layers (embeddings excluded)."""
+        h = self.hidden
+        attn = h * self.qkv_width + h * h
+        mlp = h * self.fc1_width + self.ffn * h
+        return self.layers * (attn + mlp)
+
+
+def _spec(name: str, data: dict, origin: str) -> ModelSpec:
+    try:
+        return ModelSpec.model_validate({"name": name, **data})
+    except ValidationError as err:
+        e = err.errors()[0]
+        loc = ".".join(str(p) for p in e["loc"])
+        msg = {"extra_forbidden": "unknown field", "missing": "missing field"}.get(e["type"], e["msg"])
+        raise ConfigError(f"model '{origin}': {loc}: {msg}") from None
+
+
+@cache
+def _zoo() -> dict[str, ModelSpec]:
+    text = resources.files("t3.workload").joinpath("models", "zoo.toml").read_text()
+    return {k: _spec(k, v, k) for k, v in tomllib.loads(text).items()}
+
+
+def model_names() -> list[str]:
+    return list(_zoo())
+
+
+def get_model(name_or_path: str | Path) -> ModelSpec:
+    """A zoo model by name (``t-nlg``) or a TOML file with the zoo's keys (top-level, no table)."""
+    s = str(name_or_path)
+    if s.endswith(".toml"):
+        p = Path(s)
+        if not p.is_file():
+            raise ConfigError(f"model: file '{s}' not found")
+        try:
+            data = tomllib.loads(p.read_text())
+        except tomllib.TOMLDecodeError as err:
+            raise ConfigError(f"model '{s}': not valid TOML: {err}") from None
+        return _spec(data.pop("name", p.stem), data, s)
+    zoo = _zoo()
+    if s not in zoo:
+        raise ConfigError(f"model: unknown model '{s}' (available: {', '.join(zoo)})")
+    return zoo[s]

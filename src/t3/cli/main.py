@@ -18,7 +18,8 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from t3.cli import presets, run  # noqa: F401
+    # one module per command; each registers itself on `app` (or on `reproduce_app`)
+    from t3.cli import presets, reproduce, run  # noqa: F401
 
 
 def main() -> None:

@@ -69,6 +69,17 @@ def test_dropped_or_duplicated_update_is_detected(fault, config, hw, over, tp):
     assert clean.extra["functional"]["mismatches"] == 0
 
 
+def test_column_chunks_functional():
+    """M/N shorter than a tile: chunks along the output columns (transposed plan), still exact."""
+    from t3.schedules.t3 import staggered_plan
+
+    hwc = load_hardware("paper-80cu", SMALL)
+    op = Operator("x", "fc2", "forward", 4, 8, GemmShape(8, 32, 5))
+    assert staggered_plan(op, hwc)[1]
+    out = get_config("t3").run(op, hwc, RunOptions(functional=True, seed=3, jitter=0.4))
+    assert out.extra["chunks"] == "columns" and out.extra["functional"]["mismatches"] == 0
+
+
 def test_direct_mapping_functional_all_tp():
     for tp in (2, 3, 4, 8):
         out = _run("t3", tp, 4, 5, 3, hw="mi300x-8", over={"nmc.present": True}, seed=tp, jitter=0.5)

@@ -130,6 +130,8 @@ class T3Builder:
                 seed=opts.params.get("functional_seed", 0),
                 fault=opts.params.get("functional_fault"),
             )
+        self._out: dict[tuple[int, int], tuple[str, int, list[Piece], bool]] = {}
+        self._senders: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.counts = {"gemm_write_local": 0.0, "gemm_write_remote": 0.0, "triggers": 0, "dma_commands": 0}
 
     # ---- the address map seen from one GPU ------------------------------------------------------
@@ -138,15 +140,25 @@ class T3Builder:
 
     def senders(self, gpu: int, chunk: int) -> list[tuple[int, int]]:
         """(sender GPU, its stage position) of the updates GPU ``gpu`` receives for ``chunk``."""
+        key = (gpu % self.n, chunk)
+        if key in self._senders:
+            return self._senders[key]
         out = []
         for h in range(self.n):
             m = self.maps[h].lookup(chunk)
             if h != gpu % self.n and m.kind != "local" and m.peer == gpu % self.n:
                 out.append((h, self.position(h, chunk)))
+        self._senders[key] = out
         return out
 
     def outgoing(self, gpu: int, p: int) -> tuple[str, int, list[Piece], bool]:
         """(mapping kind, receiver, pieces, receiver tracks them) of what ``gpu`` sends from position p."""
+        key = (gpu % self.n, p)
+        if key not in self._out:
+            self._out[key] = self._outgoing(gpu, p)
+        return self._out[key]
+
+    def _outgoing(self, gpu: int, p: int) -> tuple[str, int, list[Piece], bool]:
         c = stagger_order(gpu % self.n, self.n)[p]
         m = self.maps[gpu % self.n].lookup(c)
         if m.kind == "local":

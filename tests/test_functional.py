@@ -164,3 +164,17 @@ def test_cli_mismatch_is_nonzero_exit(tmp_path, monkeypatch):
     r = CliRunner().invoke(app, ["run", "--config", "t3", "--model", str(model), "--tp", "4", "--functional"])
     assert r.exit_code == 1
     assert "functional check failed" in r.output
+
+
+def test_dma_without_its_upstream_dependency_is_detected(monkeypatch):
+    """Mutation: DMAs that do not wait for the upstream update fire on partial sums -> mismatches."""
+    import t3.schedules.t3 as t3mod
+
+    orig = t3mod.T3Builder.incoming
+
+    def no_upstream(self, g, p, lo, hi):
+        return [] if p < self.n - 1 else orig(self, g, p, lo, hi)
+
+    monkeypatch.setattr(t3mod.T3Builder, "incoming", no_upstream)
+    out = _run("t3", 4, 8, 10, 6, seed=1, jitter=0.5)
+    assert out.extra["functional"]["mismatches"] > 0

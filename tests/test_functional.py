@@ -53,6 +53,7 @@ def test_any_interleaving_reduces_exactly(config, tp, m_per, n, k, cus, tile, se
     f = out.extra["functional"]
     assert f["checked"] and f["gpus"] == tp
     assert f["mismatches"] == 0 and f["max_abs_error"] == 0.0
+    assert f["tiles_with_wrong_update_count"] == 0
     # every tile of every non-owned chunk travelled exactly once per hop: (N-1) chunks' worth of updates
     assert out.dram_bytes["rs_write"] == pytest.approx(m_per * tp * n * 2 * (tp - 1) / tp)
 
@@ -65,6 +66,7 @@ def test_dropped_or_duplicated_update_is_detected(fault, config, hw, over, tp):
     out = _run(config, tp, 8, 6, 3, hw=hw, over=over, functional_fault=fault)
     f = out.extra["functional"]
     assert f["mismatches"] > 0 and f["max_abs_error"] > 0
+    assert f["tiles_with_wrong_update_count"] > 0
     clean = _run(config, tp, 8, 6, 3, hw=hw, over=over)
     assert clean.extra["functional"]["mismatches"] == 0
 

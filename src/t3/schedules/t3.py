@@ -320,7 +320,8 @@ class T3Builder:
             }
         if self.fn is not None:
             owned = {g: stagger_order(g, self.n)[self.n - 1] for g in range(self.n)}
-            extra["functional"] = self.fn.check(owned)
+            expected = {(g, c): len(self.senders(g, c)) for g in range(self.n) for c in range(self.n)}
+            extra["functional"] = self.fn.check(owned, expected)
         out.extra.update(extra)
         return out
 

@@ -180,8 +180,8 @@ def test_mca_in_the_engine():
     from t3.sim import Engine, Policy
     from t3.sim.schedule import Op, Resource, Schedule
 
-    def sched(policy, prio_comm):
-        res = [Resource("hbm", 100.0, "hbm", 0, policy), Resource("link", 10.0, "link", 0)]
+    def sched(policy, prio_comm, link=10.0):
+        res = [Resource("hbm", 100.0, "hbm", 0, policy), Resource("link", link, "link", 0)]
         ops = [
             Op(0, 0, "gemm", "gemm-load", "gemm", [(0, 100.0)], [], 0.0, [], {}, 0),
             Op(1, 0, "upd", "dma", "rs", [(0, 10.0), (1, 10.0)], [], 0.0, [], {}, prio_comm),
@@ -194,6 +194,9 @@ def test_mca_in_the_engine():
     t_gemm = 100 / 95
     assert m.end[0] == pytest.approx(t_gemm)
     assert m.end[1] == pytest.approx(t_gemm + (10 - 5 * t_gemm) / 10)
+    # work-conserving: an update that can only use 2 B/s (slow link) leaves the GEMM 98 B/s, not 95
+    w = Engine().run(sched(McaPolicy(0.5, 0.05), 1, link=2.0))
+    assert w.end[0] == pytest.approx(100 / 98) and w.end[1] == pytest.approx(5.0)
 
 
 def test_mca_threshold_from_first_stage():

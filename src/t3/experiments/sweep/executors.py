@@ -1,0 +1,197 @@
+"""Executors: run batches of points and hand back results as they finish (not in order).
+
+- :class:`InProcess` (``--workers 1``): in this process, one point after the other;
+- :class:`LocalPool` (default): a local process pool (``concurrent.futures``); a worker that dies
+  (killed, out of memory) breaks the pool: the pool is restarted and the points in flight are retried
+  one by one; a point that breaks the pool again is recorded as an error;
+- :class:`DaskExecutor` (``--executor dask``): a ``dask.distributed`` client on a ``LocalCluster``
+  (no ``--scheduler``) or on a running scheduler at an address (optional extra ``dist``). Dask
+  itself reschedules the tasks of a lost worker.
+
+Every executor calls :func:`run_batch` (module-level, picklable) and yields lists of per-point results
+(``{"i", "status", "error", "record", "elapsed_s", "worker"}``). Results do not depend on the executor.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from typing import Any
+
+from t3.errors import ConfigError
+
+Batch = list[tuple[int, dict[str, Any]]]  # (task-local index, run_point dict)
+Result = dict[str, Any]
+
+EXECUTORS = ("local", "dask")
+
+
+def run_one(i: int, point: dict[str, Any]) -> Result:
+    """Simulate one point; a failure becomes an error result (one line: exception type and message)."""
+    from t3.experiments.parallel import run_point
+
+    t0 = time.perf_counter()
+    try:
+        rec, status, error = run_point(point), "ok", None
+    except Exception as err:  # noqa: BLE001 - any failure of one point is recorded, the sweep goes on
+        msg = " ".join(str(err).split())
+        rec, status, error = None, "error", f"{type(err).__name__}: {msg}" if msg else type(err).__name__
+    return {
+        "i": i,
+        "status": status,
+        "error": error,
+        "record": rec,
+        "elapsed_s": time.perf_counter() - t0,
+        "worker": f"{socket.gethostname()}:{os.getpid()}",
+    }
+
+
+def run_batch(batch: Batch) -> list[Result]:
+    return [run_one(i, p) for i, p in batch]
+
+
+def failed(batch: Batch, error: str) -> list[Result]:
+    return [
+        {"i": i, "status": "error", "error": error, "record": None, "elapsed_s": 0.0, "worker": None}
+        for i, _ in batch
+    ]
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group; only the parent handles it (flush, compact, exit)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class InProcess:
+    name = "local"
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = 1
+
+    def map_unordered(self, batches: Sequence[Batch]) -> Iterator[list[Result]]:
+        for b in batches:
+            yield run_batch(b)
+
+    def close(self) -> None:
+        pass
+
+
+class LocalPool:
+    name = "local"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=self.workers, initializer=_ignore_sigint)
+
+    def map_unordered(self, batches: Sequence[Batch]) -> Iterator[list[Result]]:
+        queue: deque[tuple[Batch, int]] = deque((b, 0) for b in batches)  # (batch, times it broke a pool)
+        window = 4 * self.workers
+        self._pool = self._new_pool()
+        running: dict[Future, tuple[Batch, int]] = {}
+        while queue or running:
+            while queue and len(running) < window:
+                b, tries = queue.popleft()
+                running[self._pool.submit(run_batch, b)] = (b, tries)
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            broken: list[tuple[Batch, int]] = []
+            for f in done:
+                b, tries = running.pop(f)
+                try:
+                    yield f.result()
+                except BrokenProcessPool:
+                    broken.append((b, tries))
+            if broken:
+                # the pool is unusable: every batch in flight is lost; retry them one point at a time
+                broken += list(running.values())
+                running.clear()
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = self._new_pool()
+                for b, tries in broken:
+                    if tries >= 2 and len(b) == 1:
+                        yield failed(b, "WorkerLost: the worker process died while running this point")
+                    else:
+                        queue.extendleft([([pt], tries + 1) for pt in reversed(b)])
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+
+class DaskExecutor:
+    name = "dask"
+
+    def __init__(self, workers: int, scheduler: str | None = None, processes: bool = True) -> None:
+        try:
+            from dask.distributed import Client, LocalCluster
+        except ImportError:
+            raise ConfigError(
+                "--executor dask: dask.distributed is not installed (install the 'dist' extra: pip install 't3[dist]')"
+            ) from None
+        self._cluster = None
+        if scheduler:
+            try:
+                self._client = Client(scheduler, timeout="10s")
+            except (OSError, TimeoutError) as err:
+                raise ConfigError(f"--scheduler: cannot connect to '{scheduler}': {err}") from None
+        else:
+            self._cluster = LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=processes, dashboard_address=None,
+            )  # fmt: skip
+            self._client = Client(self._cluster)
+        self.workers = len(self._client.scheduler_info().get("workers", {})) or workers
+
+    def map_unordered(self, batches: Sequence[Batch]) -> Iterator[list[Result]]:
+        from dask.distributed import as_completed
+
+        pending = deque(batches)
+        window = max(8, 4 * self.workers)
+        futures = {}
+        ac = as_completed()
+        while pending and len(futures) < window:
+            b = pending.popleft()
+            f = self._client.submit(run_batch, b, pure=False)
+            futures[f.key] = b
+            ac.add(f)
+        for f in ac:
+            b = futures.pop(f.key)
+            try:
+                res = f.result()
+            except Exception as err:  # noqa: BLE001 - e.g. KilledWorker after repeated worker deaths
+                res = failed(b, f"{type(err).__name__}: {' '.join(str(err).split())}")
+            f.release()
+            yield res
+            if pending:
+                nb = pending.popleft()
+                nf = self._client.submit(run_batch, nb, pure=False)
+                futures[nf.key] = nb
+                ac.add(nf)
+
+    def close(self) -> None:
+        self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def make_executor(kind: str, workers: int | None, scheduler: str | None = None, **kw: Any):
+    from t3.experiments.parallel import default_workers
+
+    if kind not in EXECUTORS:
+        raise ConfigError(f"--executor: unknown executor '{kind}' (available: {', '.join(EXECUTORS)})")
+    if workers is not None and workers < 1:
+        raise ConfigError(f"--workers: must be >= 1, got {workers}")
+    if scheduler and kind != "dask":
+        raise ConfigError("--scheduler: only valid with --executor dask")
+    n = default_workers() if workers is None else workers
+    if kind == "dask":
+        return DaskExecutor(n, scheduler, **kw)
+    return InProcess() if n == 1 else LocalPool(n)

@@ -70,7 +70,7 @@ def run_cmd(
     if flush_s <= 0:
         raise ConfigError(f"--flush-s: must be > 0, got {flush_s}")
     sw = load_spec(spec)  # validates every point before anything runs
-    con = Console(stderr=True)
+    con = Console(stderr=True, soft_wrap=True)
     distinct = len(set(sw.keys))
     axes = " x ".join(
         f"{'+'.join(a)} ({len({tuple(p.varied[k] for k in a) for p in sw.points})})" for a in sw.axes
@@ -84,15 +84,16 @@ def run_cmd(
             retry_errors=retry_errors, flush_s=flush_s,
         )  # fmt: skip
     except SweepInterrupted as err:
-        con.print(f"{err}")
+        con.print(escape(str(err)))
         sys.exit(130)
     rate = st.computed / st.wall_s if st.wall_s > 0 else 0.0
     con.print(
-        f"{sw.name}: {st.total} distinct points; {st.skipped} already stored, {st.computed} computed in "
-        f"{st.wall_s:.2f} s ({rate:.1f} points/s); {st.errors} failed; store: {store}"
+        escape(sw.name)
+        + f": {st.total} distinct points; {st.skipped} already stored, {st.computed} computed in "
+        f"{st.wall_s:.2f} s ({rate:.1f} points/s); {st.errors} failed; store: {escape(str(store))}"
     )
     for e in st.error_examples:
-        con.print(f"  [red]failed[/] {e}")
+        con.print(f"  [red]failed[/] {escape(e)}")
     if st.errors:
         sys.exit(1)
 
@@ -179,7 +180,7 @@ def show_cmd(
             raise ConfigError(f"--columns: unknown column '{c}' (see pandas.read_parquet('{store}').columns)")
     cols = ["point", "status", *want, *outs, *[c for c in extra if c not in want + outs]]
     ok = int((df["status"] == "ok").sum())
-    t = Table(title=f"{store}: {len(df)} points, {ok} ok, {len(df) - ok} failed")
+    t = Table()
     for c in cols:
         t.add_column(escape(_label(c)), justify="left" if df[c].dtype == object else "right")
     shown = df if limit <= 0 else df.head(limit)
@@ -188,9 +189,10 @@ def show_cmd(
     con = Console()
     if not con.is_terminal:  # files and pipes get the whole table
         con = Console(width=200)
+    con.print(escape(f"{store}: {len(df)} points, {ok} ok, {len(df) - ok} failed"), soft_wrap=True)
     con.print(t)
     if len(shown) < len(df):
         con.print(f"... {len(df) - len(shown)} more rows (--limit 0 prints all)")
     bad = df[df["status"] != "ok"]
     for p, e in zip(bad["point"][:5], bad["error"][:5], strict=True):
-        con.print(f"[red]point {p} failed[/]: {e}")
+        con.print(f"[red]point {p} failed[/]: {escape(str(e))}", soft_wrap=True)

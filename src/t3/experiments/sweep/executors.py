@@ -2,8 +2,9 @@
 
 - :class:`InProcess` (``--workers 1``): in this process, one point after the other;
 - :class:`LocalPool` (default): a local process pool (``concurrent.futures``); a worker that dies
-  (killed, out of memory) breaks the pool: the pool is restarted and the points in flight are retried
-  one by one; a point that breaks the pool again is recorded as an error;
+  (killed, out of memory) breaks the pool: the pool is restarted and the points that were in flight
+  are retried one at a time with nothing else running, so a point that kills its worker again is
+  identified exactly and recorded as an error, and no other point is lost;
 - :class:`DaskExecutor` (``--executor dask``): a ``dask.distributed`` client on a ``LocalCluster``
   (no ``--scheduler``) or on a running scheduler at an address (optional extra ``dist``). Dask
   itself reschedules the tasks of a lost worker.
@@ -93,33 +94,43 @@ class LocalPool:
         return ProcessPoolExecutor(max_workers=self.workers, initializer=_ignore_sigint)
 
     def map_unordered(self, batches: Sequence[Batch]) -> Iterator[list[Result]]:
-        queue: deque[tuple[Batch, int]] = deque((b, 0) for b in batches)  # (batch, times it broke a pool)
+        queue: deque[Batch] = deque(batches)
+        suspects: deque[tuple[int, dict[str, Any]]] = deque()  # in flight when a worker died
         window = 4 * self.workers
         self._pool = self._new_pool()
-        running: dict[Future, tuple[Batch, int]] = {}
-        while queue or running:
-            while queue and len(running) < window:
-                b, tries = queue.popleft()
-                running[self._pool.submit(run_batch, b)] = (b, tries)
+        running: dict[Future, Batch] = {}
+        while queue or suspects or running:
+            if suspects and not running:
+                # quarantine: one suspect at a time, nothing else in flight, so a death names its point
+                pt = suspects.popleft()
+                try:
+                    yield self._pool.submit(run_batch, [pt]).result()
+                except BrokenProcessPool:
+                    self._restart()
+                    yield failed([pt], "WorkerLost: the worker process died while running this point")
+                continue
+            while queue and not suspects and len(running) < window:
+                b = queue.popleft()
+                running[self._pool.submit(run_batch, b)] = b
             done, _ = wait(running, return_when=FIRST_COMPLETED)
-            broken: list[tuple[Batch, int]] = []
+            broken = False
             for f in done:
-                b, tries = running.pop(f)
+                b = running.pop(f)
                 try:
                     yield f.result()
                 except BrokenProcessPool:
-                    broken.append((b, tries))
-            if broken:
-                # the pool is unusable: every batch in flight is lost; retry them one point at a time
-                broken += list(running.values())
+                    broken = True
+                    suspects.extend(b)
+            if broken:  # the pool is unusable: every batch still in flight is lost too
+                for b in running.values():
+                    suspects.extend(b)
                 running.clear()
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = self._new_pool()
-                for b, tries in broken:
-                    if tries >= 2 and len(b) == 1:
-                        yield failed(b, "WorkerLost: the worker process died while running this point")
-                    else:
-                        queue.extendleft([([pt], tries + 1) for pt in reversed(b)])
+                self._restart()
+
+    def _restart(self) -> None:
+        assert self._pool is not None
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._new_pool()
 
     def close(self) -> None:
         if self._pool is not None:

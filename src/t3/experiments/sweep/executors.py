@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -64,9 +65,18 @@ def failed(batch: Batch, error: str) -> list[Result]:
     ]
 
 
-def _ignore_sigint() -> None:
+def _worker_init() -> None:
     # Ctrl-C reaches the whole process group; only the parent handles it (flush, compact, exit)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a pool worker outlives a parent killed with SIGKILL; exit when the parent is gone
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="t3-parent-watch").start()
 
 
 class InProcess:
@@ -91,7 +101,7 @@ class LocalPool:
         self._pool: ProcessPoolExecutor | None = None
 
     def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=self.workers, initializer=_ignore_sigint)
+        return ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init)
 
     def map_unordered(self, batches: Sequence[Batch]) -> Iterator[list[Result]]:
         queue: deque[Batch] = deque(batches)

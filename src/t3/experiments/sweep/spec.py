@@ -291,54 +291,79 @@ def _rebase_files(d: dict[str, Any], root: Path) -> dict[str, Any]:
 # ---- resolution and content keys -------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Resolved:
+    op: Any
+    hw: Any
+    op_dict: dict[str, Any]
+    hw_dict: dict[str, Any]
+    hw_columns: dict[str, Any]
+
+
 @lru_cache(maxsize=256)
-def _hardware(name: str):
+def _hardware_base(name: str):
     from t3.config.hardware import load_hardware
 
     return load_hardware(name)
 
 
 @lru_cache(maxsize=4096)
-def _resolve_cached(model, tp, sublayer, config, hardware, tokens, overrides: str):
-    from t3.schedules import get_config
-    from t3.workload import get_model, sublayer_operator
-
-    get_config(config)
-    hw = _hardware(hardware)
+def _hardware(name: str, overrides: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    hw = _hardware_base(name)
     ov = json.loads(overrides)
     if ov:
         hw = hw.with_overrides(ov)
+    hwd = hw.model_dump(mode="json")
+    cols = _flatten({k: v for k, v in hwd.items() if k != "description"})
+    return hw, hwd, {f"hardware.{k}": v for k, v in cols.items()}
+
+
+@lru_cache(maxsize=4096)
+def _operator(model: str, sublayer: str, tp: int, tokens: int | None) -> tuple[Any, dict[str, Any]]:
+    from t3.workload import get_model, sublayer_operator
+
     op = sublayer_operator(get_model(model), sublayer, tp, tokens)
-    return op, hw
+    return op, dataclasses.asdict(op)
+
+
+def _resolve(point: dict[str, Any]) -> tuple[_Resolved, Any]:
+    """Same checks, in the same order, as :func:`t3.api.resolve` (config, hardware, workload), cached."""
+    from t3.schedules import RunOptions, get_config
+
+    p = point
+    get_config(p["config"])
+    hw, hwd, cols = _hardware(p["hardware"], json.dumps(p.get("hw_overrides") or {}, sort_keys=True))
+    op, opd = _operator(p["model"], p["sublayer"], p["tp"], p["tokens"])
+    return _Resolved(op, hw, opd, hwd, cols), RunOptions(**(p.get("options") or {}))
 
 
 def resolve_point(point: dict[str, Any]) -> tuple[Any, Any, Any]:
     """(Operator, Hardware, RunOptions) of a run_point dict; raises T3Error naming the bad field."""
-    from t3.schedules import RunOptions
-
-    p = point
-    op, hw = _resolve_cached(
-        p["model"], p["tp"], p["sublayer"], p["config"], p["hardware"], p["tokens"],
-        json.dumps(p.get("hw_overrides") or {}, sort_keys=True),
-    )  # fmt: skip
-    return op, hw, RunOptions(**(p.get("options") or {}))
+    r, opts = _resolve(point)
+    return r.op, r.hw, opts
 
 
 def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
 
 
+def _options_dict(opts: Any) -> dict[str, Any]:
+    d = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts)}
+    d["params"] = dict(d["params"])
+    return d
+
+
 def resolved_config(point: dict[str, Any]) -> dict[str, Any]:
     """The full resolved configuration of a point: what the simulation depends on, and the version."""
     import t3
 
-    op, hw, opts = resolve_point(point)
+    r, opts = _resolve(point)
     return {
         "t3_version": t3.__version__,
         "config": point["config"],
-        "operator": dataclasses.asdict(op),
-        "hardware": hw.model_dump(mode="json"),
-        "options": dataclasses.asdict(opts),
+        "operator": r.op_dict,
+        "hardware": r.hw_dict,
+        "options": _options_dict(opts),
     }
 
 
@@ -349,7 +374,8 @@ def point_key(point: dict[str, Any]) -> str:
 
 def resolved_inputs(point: dict[str, Any]) -> dict[str, Any]:
     """Input columns of a point's row: workload, schedule, options and every hardware field, flattened."""
-    op, hw, opts = resolve_point(point)
+    r, opts = _resolve(point)
+    op = r.op
     row: dict[str, Any] = {
         "model": op.model,
         "tp": op.tp,
@@ -358,18 +384,18 @@ def resolved_inputs(point: dict[str, Any]) -> dict[str, Any]:
         "hardware": point["hardware"],
         "tokens": op.tokens,
     }
-    o = dataclasses.asdict(opts)
+    o = _options_dict(opts)
     params = o.pop("params")
     row.update({f"options.{k}": v for k, v in o.items()})
     row.update({f"options.params.{k}": v for k, v in params.items()})
-    hwd = hw.model_dump(mode="json")
-    hwd.pop("description", None)
-    row.update({f"hardware.{k}": v for k, v in _flatten(hwd).items()})
+    row.update(r.hw_columns)
     return row
 
 
 def validate_points(points: list[Point], origin: str = "<points>") -> tuple[list[str], list[dict[str, Any]]]:
     """Resolve every point before anything runs; return content keys and input columns."""
+    for cache in (_hardware_base, _hardware, _operator):  # files may have changed since the last sweep
+        cache.cache_clear()
     keys, inputs = [], []
     for pt in points:
         try:

@@ -31,7 +31,12 @@ def test_dask_local_cluster_equals_local_pool(tmp_path):
     pytest.importorskip("dask.distributed")
     local, st_l = execute(small(), workers=2, store=tmp_path / "local.parquet", progress=False)
     dask, st_d = execute(
-        small(), executor="dask", workers=2, store=tmp_path / "dask.parquet", progress=False, dask_processes=False
+        small(),
+        executor="dask",
+        workers=2,
+        store=tmp_path / "dask.parquet",
+        progress=False,
+        dask_processes=False,
     )
     assert (st_l.total, st_l.errors) == (12, 2) and (st_d.total, st_d.errors) == (12, 2)
     pd.testing.assert_frame_equal(content(local), content(dask))

@@ -36,11 +36,11 @@ EXECUTORS = ("local", "dask")
 
 def run_one(i: int, point: dict[str, Any]) -> Result:
     """Simulate one point; a failure becomes an error result (one line: exception type and message)."""
-    from t3.experiments.parallel import run_point
+    from t3.experiments.sweep.spec import run_resolved
 
     t0 = time.perf_counter()
     try:
-        rec, status, error = run_point(point), "ok", None
+        rec, status, error = run_resolved(point), "ok", None
     except Exception as err:  # noqa: BLE001 - any failure of one point is recorded, the sweep goes on
         msg = " ".join(str(err).split())
         rec, status, error = None, "error", f"{type(err).__name__}: {msg}" if msg else type(err).__name__

@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import os
 import tomllib
 import types
 import typing
@@ -300,16 +301,27 @@ class _Resolved:
     hw_columns: dict[str, Any]
 
 
+def _stamp(name: str) -> tuple[int, int] | None:
+    """A file's (mtime, size), so cached resolutions of model / hardware files notice edits."""
+    try:
+        st = os.stat(name)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
 @lru_cache(maxsize=256)
-def _hardware_base(name: str):
+def _hardware_base(name: str, stamp: tuple[int, int] | None):
     from t3.config.hardware import load_hardware
 
     return load_hardware(name)
 
 
 @lru_cache(maxsize=4096)
-def _hardware(name: str, overrides: str) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    hw = _hardware_base(name)
+def _hardware(
+    name: str, stamp: tuple[int, int] | None, overrides: str
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    hw = _hardware_base(name, stamp)
     ov = json.loads(overrides)
     if ov:
         hw = hw.with_overrides(ov)
@@ -319,7 +331,9 @@ def _hardware(name: str, overrides: str) -> tuple[Any, dict[str, Any], dict[str,
 
 
 @lru_cache(maxsize=4096)
-def _operator(model: str, sublayer: str, tp: int, tokens: int | None) -> tuple[Any, dict[str, Any]]:
+def _operator(
+    model: str, stamp: tuple[int, int] | None, sublayer: str, tp: int, tokens: int | None
+) -> tuple[Any, dict[str, Any]]:
     from t3.workload import get_model, sublayer_operator
 
     op = sublayer_operator(get_model(model), sublayer, tp, tokens)
@@ -332,8 +346,9 @@ def _resolve(point: dict[str, Any]) -> tuple[_Resolved, Any]:
 
     p = point
     get_config(p["config"])
-    hw, hwd, cols = _hardware(p["hardware"], json.dumps(p.get("hw_overrides") or {}, sort_keys=True))
-    op, opd = _operator(p["model"], p["sublayer"], p["tp"], p["tokens"])
+    name, model = p["hardware"], p["model"]
+    hw, hwd, cols = _hardware(name, _stamp(name), json.dumps(p.get("hw_overrides") or {}, sort_keys=True))
+    op, opd = _operator(model, _stamp(model), p["sublayer"], p["tp"], p["tokens"])
     return _Resolved(op, hw, opd, hwd, cols), RunOptions(**(p.get("options") or {}))
 
 
@@ -341,6 +356,17 @@ def resolve_point(point: dict[str, Any]) -> tuple[Any, Any, Any]:
     """(Operator, Hardware, RunOptions) of a run_point dict; raises T3Error naming the bad field."""
     r, opts = _resolve(point)
     return r.op, r.hw, opts
+
+
+def run_resolved(point: dict[str, Any]) -> dict[str, Any]:
+    """``t3.experiments.parallel.run_point(point)`` with hardware and workload resolution cached per
+    process (a sweep resolves the same few presets thousands of times); the same record."""
+    from t3.api import record
+    from t3.schedules import get_config
+
+    r, opts = _resolve(point)
+    out = get_config(point["config"]).run(r.op, r.hw, opts)
+    return record(r.op, r.hw, point["config"], out)
 
 
 def canonical_json(obj: Any) -> str:

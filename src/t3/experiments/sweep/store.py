@@ -59,26 +59,26 @@ def column_rank(name: str) -> tuple[int, int, str]:
     return (5, 0, name)
 
 
-def _json_safe(v: Any) -> Any:
-    if isinstance(v, dict | list | tuple):
-        return json.dumps(v, sort_keys=True)
-    return v
+def _json_text(vals: list[Any]) -> pa.Array:
+    return pa.array([None if v is None else json.dumps(v, sort_keys=True) for v in vals], pa.string())
 
 
 def rows_to_table(rows: list[dict[str, Any]]) -> pa.Table:
-    """An Arrow table of rows (union of their keys, canonical order); values of a column mixing
-    incompatible types, and nested values, become JSON text."""
+    """An Arrow table of rows (union of their keys, canonical order); nested values, and values of a
+    column mixing incompatible types, become JSON text."""
     cols: dict[str, None] = {}
     for r in rows:
         cols.update(dict.fromkeys(r))
     names = sorted(cols, key=column_rank)
     arrays = []
     for c in names:
-        vals = [_json_safe(r.get(c)) for r in rows]
+        vals = [r.get(c) for r in rows]
         try:
             arr = pa.array(vals)
+            if pa.types.is_nested(arr.type):
+                arr = _json_text(vals)
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
-            arr = pa.array([None if v is None else json.dumps(v) for v in vals], pa.string())
+            arr = _json_text(vals)
         arrays.append(arr)
     return pa.Table.from_arrays(arrays, names=names)
 

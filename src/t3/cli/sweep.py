@@ -64,7 +64,9 @@ def run_cmd(
 ) -> None:
     """Run every point of SPEC not yet in the store; results stream into the store as they finish."""
     from t3.experiments.sweep import SweepInterrupted, execute, load_spec
+    from t3.experiments.sweep.executors import check_executor
 
+    check_executor(executor, workers, scheduler)
     if not dry_run and store is None:
         raise ConfigError("--store: required (a path ending in .parquet)")
     if flush_s <= 0:
@@ -85,6 +87,9 @@ def run_cmd(
         )  # fmt: skip
     except SweepInterrupted as err:
         con.print(escape(str(err)))
+        sys.exit(130)
+    except KeyboardInterrupt:  # outside the run loop (start-up, final compaction): the store is consistent
+        con.print(f"interrupted; rerun the same command to resume (store: {escape(str(store))})")
         sys.exit(130)
     rate = st.computed / st.wall_s if st.wall_s > 0 else 0.0
     con.print(

@@ -10,11 +10,12 @@
   itself reschedules the tasks of a lost worker.
 
 Every executor calls :func:`run_batch` (module-level, picklable) and yields lists of per-point results
-(``{"i", "status", "error", "record", "elapsed_s", "worker"}``). Results do not depend on the executor.
+(``{"i", "status", "error", "outputs", "elapsed_s", "worker"}``). Results do not depend on the executor.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -27,6 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from t3.errors import ConfigError
+from t3.experiments.sweep.store import RECORD_COLUMN
 
 Batch = list[tuple[int, dict[str, Any]]]  # (task-local index, run_point dict)
 Result = dict[str, Any]
@@ -39,19 +41,43 @@ def run_one(i: int, point: dict[str, Any]) -> Result:
     from t3.experiments.sweep.spec import run_resolved
 
     t0 = time.perf_counter()
+    outputs = None
     try:
-        rec, status, error = run_resolved(point), "ok", None
+        rec = run_resolved(point)
+        outputs = output_columns(rec)  # flattened here, in parallel, not in the parent
+        status, error = "ok", None
     except Exception as err:  # noqa: BLE001 - any failure of one point is recorded, the sweep goes on
         msg = " ".join(str(err).split())
-        rec, status, error = None, "error", f"{type(err).__name__}: {msg}" if msg else type(err).__name__
+        status, error = "error", f"{type(err).__name__}: {msg}" if msg else type(err).__name__
     return {
         "i": i,
         "status": status,
         "error": error,
-        "record": rec,
+        "outputs": outputs,
         "elapsed_s": time.perf_counter() - t0,
         "worker": f"{socket.gethostname()}:{os.getpid()}",
     }
+
+
+IDENTITY = ("model", "tp", "sublayer", "config", "hardware", "tokens")  # also input columns
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def output_columns(rec: dict[str, Any]) -> dict[str, Any]:
+    """A record's output columns: nested dicts flattened to dotted names (``breakdown_s.gemm``), the
+    input echo (model, tp, ...) left out, and the whole record as canonical JSON."""
+    out = _flatten({k: v for k, v in rec.items() if k not in IDENTITY})
+    out[RECORD_COLUMN] = json.dumps(rec, sort_keys=True)
+    return out
 
 
 def run_batch(batch: Batch) -> list[Result]:
@@ -60,7 +86,7 @@ def run_batch(batch: Batch) -> list[Result]:
 
 def failed(batch: Batch, error: str) -> list[Result]:
     return [
-        {"i": i, "status": "error", "error": error, "record": None, "elapsed_s": 0.0, "worker": None}
+        {"i": i, "status": "error", "error": error, "outputs": None, "elapsed_s": 0.0, "worker": None}
         for i, _ in batch
     ]
 
@@ -203,15 +229,20 @@ class DaskExecutor:
             self._cluster.close()
 
 
-def make_executor(kind: str, workers: int | None, scheduler: str | None = None, **kw: Any):
-    from t3.experiments.parallel import default_workers
-
+def check_executor(kind: str, workers: int | None, scheduler: str | None = None) -> None:
+    """Reject bad executor arguments (one-line error naming the option) before any work."""
     if kind not in EXECUTORS:
         raise ConfigError(f"--executor: unknown executor '{kind}' (available: {', '.join(EXECUTORS)})")
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers: must be >= 1, got {workers}")
     if scheduler and kind != "dask":
         raise ConfigError("--scheduler: only valid with --executor dask")
+
+
+def make_executor(kind: str, workers: int | None, scheduler: str | None = None, **kw: Any):
+    from t3.experiments.parallel import default_workers
+
+    check_executor(kind, workers, scheduler)
     n = default_workers() if workers is None else workers
     if kind == "dask":
         return DaskExecutor(n, scheduler, **kw)

@@ -33,11 +33,9 @@ from rich.progress import (
 from rich.text import Text
 
 from t3.errors import T3Error
-from t3.experiments.sweep.executors import make_executor
+from t3.experiments.sweep.executors import IDENTITY, make_executor
 from t3.experiments.sweep.spec import Sweep, build_point, validate_points
 from t3.experiments.sweep.store import RECORD_COLUMN, Store, dedupe, rows_to_table
-
-IDENTITY = ("model", "tp", "sublayer", "config", "hardware", "tokens")
 
 
 class SweepInterrupted(T3Error):
@@ -62,26 +60,13 @@ def progress_bar(disable: bool) -> Progress:
     )  # fmt: skip
 
 
-def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if isinstance(v, dict):
-            out.update(flatten(v, f"{prefix}{k}."))
-        else:
-            out[f"{prefix}{k}"] = v
-    return out
-
-
 def make_row(
     index: int, key: str, inputs: dict[str, Any], res: dict[str, Any], run_id: str
 ) -> dict[str, Any]:
     row: dict[str, Any] = {"point": index, "key": key, "status": res["status"], "error": res["error"]}
     row.update(inputs)
-    rec = res["record"]
-    if rec is not None:
-        for k, v in flatten({k: v for k, v in rec.items() if k not in IDENTITY}).items():
-            row[f"out.{k}" if k in row else k] = v
-        row[RECORD_COLUMN] = json.dumps(rec, sort_keys=True)
+    for k, v in (res["outputs"] or {}).items():
+        row[f"out.{k}" if k in row else k] = v
     row["run_id"] = run_id
     row["worker"] = res["worker"]
     row["elapsed_s"] = res["elapsed_s"]

@@ -196,3 +196,11 @@ def test_killed_worker_loses_no_point_and_duplicates_none(tmp_path):
             row["time_s"]
             == run("t-nlg", 8, "op", "sequential", "paper-80cu", 1024, p["hw_overrides"])["time_s"]
         )
+
+
+def test_run_points_rejects_unknown_keys_and_raises_on_failed_points():
+    p = {"model": "t-nlg", "tp": 8, "sublayer": "op", "tokens": 1024, "config": "concurrent"}
+    with pytest.raises(T3Error, match="point 0: unknown key 'hw'"):
+        run_points([{**p, "hw": {}}], workers=1, progress=False)
+    with pytest.raises(T3Error, match="point 0: ConfigError: comm_cus"):
+        run_points([{**p, "options": {"comm_cus": 80}}], workers=1, progress=False)

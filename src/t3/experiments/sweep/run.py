@@ -32,7 +32,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from t3.errors import T3Error
+from t3.errors import ConfigError, T3Error
 from t3.experiments.sweep.executors import IDENTITY, make_executor
 from t3.experiments.sweep.spec import Sweep, build_point, validate_points
 from t3.experiments.sweep.store import RECORD_COLUMN, Store, dedupe, rows_to_table
@@ -177,7 +177,13 @@ def execute(
 def as_sweep(points: Sequence[dict[str, Any]], name: str = "points") -> Sweep:
     """Validate a list of run_point dicts (as built by reproduction/FiCCO code) into a Sweep."""
     pts = []
+    allowed = {*IDENTITY, "hw_overrides", "options"}
     for i, p in enumerate(points):
+        unknown = sorted(set(p) - allowed)
+        if unknown:
+            raise ConfigError(
+                f"{name}: point {i}: unknown key '{unknown[0]}' (expected {', '.join(sorted(allowed))})"
+            )
         values = {k: p[k] for k in IDENTITY if k in p}
         values.update({f"hardware.{k}": v for k, v in (p.get("hw_overrides") or {}).items()})
         opts = dict(p.get("options") or {})
@@ -211,7 +217,8 @@ def run_points(
     df, _ = execute(
         sweep, executor=executor, workers=workers, scheduler=scheduler, store=store, progress=progress, **kw
     )
-    by_key = dict(zip(df["key"], zip(df["status"], df["error"], df[RECORD_COLUMN], strict=True), strict=True))
+    recs = df[RECORD_COLUMN] if RECORD_COLUMN in df else [None] * len(df)
+    by_key = dict(zip(df["key"], zip(df["status"], df["error"], recs, strict=True), strict=True))
     out = []
     for pt, k in zip(sweep.points, sweep.keys, strict=True):
         status, error, rec = by_key[k]

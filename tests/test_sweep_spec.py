@@ -94,6 +94,12 @@ def test_key_is_sha256_of_canonical_resolved_config(monkeypatch):
     assert point_key(p) != want  # a new version recomputes
 
 
+def test_int_and_float_spellings_of_a_float_are_one_key():
+    a = spec_from_dict({"base": {**SMALL, "options.jitter": 0, "hardware.link.bandwidth_Bps": 100000000000}})
+    b = spec_from_dict({"base": {**SMALL, "options.jitter": 0.0, "hardware.link.bandwidth_Bps": 1e11}})
+    assert a.keys == b.keys
+
+
 def test_every_input_changes_the_key():
     base = spec_from_dict({"base": SMALL}).keys[0]
     for k, v in [

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -56,7 +57,7 @@ def progress_bar(disable: bool) -> Progress:
     return Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), RateColumn(),
         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), TextColumn("{task.fields[errors]}"),
-        disable=disable, transient=False,
+        console=Console(stderr=True), disable=disable, transient=False,
     )  # fmt: skip
 
 

@@ -87,6 +87,7 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+@lru_cache(maxsize=1)
 def _run_options_types() -> dict[str, Any]:
     from t3.schedules import RunOptions
 
@@ -170,7 +171,10 @@ def build_point(index: int, values: dict[str, Any], varied: dict[str, Any] | Non
         elif key.startswith("options.params."):
             opts.setdefault("params", {})[key[len("options.params.") :]] = v
         elif key.startswith("options."):
-            opts[key[len("options.") :]] = v
+            name = key[len("options.") :]
+            if _run_options_types().get(name) is float and isinstance(v, int) and not isinstance(v, bool):
+                v = float(v)  # jitter = 1 and 1.0 are one configuration (one key)
+            opts[name] = v
     p["hw_overrides"] = hw
     p["options"] = opts
     return Point(index, dict(values if varied is None else varied), p)

@@ -173,10 +173,15 @@ class Store:
 
     def _read(self) -> tuple[pa.Table, list[Path]]:
         tables = []
-        if self.path.is_file():
-            tables.append(pq.read_table(self.path))
         parts = self._part_files()
-        tables.extend(pq.read_table(p) for p in parts)
+        for f in ([self.path] if self.path.is_file() else []) + parts:
+            try:
+                t = pq.read_table(f)
+            except (pa.ArrowInvalid, OSError) as err:
+                raise ConfigError(f"store: '{f}' is not a readable Parquet file: {err}") from None
+            if not {"key", "status", "point"} <= set(t.column_names):
+                raise ConfigError(f"store: '{f}' is not a t3 sweep store (no key/status/point columns)")
+            tables.append(t)
         return _concat(tables), parts
 
     def table(self) -> pa.Table:

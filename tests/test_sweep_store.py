@@ -209,15 +209,29 @@ def test_run_points_rejects_unknown_keys_and_raises_on_failed_points():
 @register("test-extra-figures", "test only: sequential plus nested / list-valued extra figures")
 def _extras(op, hw, opts: RunOptions):
     out = run_sequential(op, hw, opts)
-    out.extra = {"chunks": [1, opts.comm_cus], "selector": {"choice": "ring", "loss_s": 1e-6}, "tp_echo": op.tp}
+    out.extra = {
+        "chunks": [1, opts.comm_cus],
+        "selector": {"choice": "ring", "loss_s": 1e-6},
+        "tp_echo": op.tp,
+    }
     return out
 
 
 def test_extra_figures_of_any_configuration_become_columns(tmp_path):
-    sw = spec_from_dict({"base": {**SMALL, "config": "test-extra-figures"}, "grid": {"options.comm_cus": [4, 8]}})
+    sw = spec_from_dict(
+        {"base": {**SMALL, "config": "test-extra-figures"}, "grid": {"options.comm_cus": [4, 8]}}
+    )
     df, _ = execute(sw, workers=1, store=tmp_path / "r.parquet", progress=False)
     df = pd.read_parquet(tmp_path / "r.parquet")
     assert list(df["selector.choice"]) == ["ring", "ring"] and list(df["selector.loss_s"]) == [1e-6, 1e-6]
     assert [json.loads(x) for x in df["chunks"]] == [[1, 4], [1, 8]]
     assert list(df["tp_echo"]) == [8, 8]
     assert json.loads(df.loc[1, "record_json"])["chunks"] == [1, 8]
+
+
+def test_periodic_compaction_keeps_every_row(tmp_path):
+    store = tmp_path / "r.parquet"
+    df, st = execute(grid(), workers=1, store=store, progress=False, flush_rows=1, compact_every=5)
+    assert st.computed == 12 and list(df["point"]) == list(range(12))
+    assert not store.with_name("r.parquet.parts").exists()
+    pd.testing.assert_frame_equal(content(df), content(execute(grid(), workers=1, progress=False)[0]))

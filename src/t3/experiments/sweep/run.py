@@ -95,7 +95,7 @@ def _batch_size(n: int, workers: int) -> int:
 def execute(
     sweep: Sweep, *, executor: str = "local", workers: int | None = None, scheduler: str | None = None,
     store: str | Path | None = None, progress: bool = True, retry_errors: bool = True,
-    batch_size: int | None = None, flush_rows: int = 256, flush_s: float = 1.0, dask_processes: bool = True,
+    batch_size: int | None = None, flush_rows: int = 1000, flush_s: float = 1.0, compact_every: int = 512, dask_processes: bool = True,
     description: str | None = None,
 ) -> tuple[pd.DataFrame, SweepStats]:  # fmt: skip
     """Run the points of ``sweep`` not yet in ``store``; return (rows of the grid's distinct points in
@@ -121,12 +121,17 @@ def execute(
         last_flush = time.monotonic()
         t0 = time.perf_counter()
 
+        parts = 0
+
         def flush() -> None:
-            nonlocal last_flush
-            if db is not None and buf:
+            nonlocal last_flush, parts
+            if db is None:
+                memory.update((r["key"], r) for r in buf)
+            elif buf:
                 db.append(buf)
-            for r in buf:
-                memory[r["key"]] = r
+                parts += 1
+                if parts % compact_every == 0:  # keep the journal short on long sweeps
+                    db.compact()
             buf.clear()
             last_flush = time.monotonic()
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import pandas as pd
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -23,6 +22,9 @@ from typer.core import TyperGroup
 from t3.cli.common import fmt_bytes, fmt_time
 from t3.cli.main import app
 from t3.errors import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class _DefaultRun(TyperGroup):
@@ -132,7 +134,7 @@ def _label(col: str) -> str:
 
 
 def _fmt(col: str, v: Any) -> str:
-    if v is None or (isinstance(v, float) and pd.isna(v)):
+    if v is None or (isinstance(v, float) and v != v):  # None or NaN
         return "-"
     if col == "time_s" or col.startswith("breakdown_s."):
         return fmt_time(float(v))

@@ -159,6 +159,8 @@ def show_cmd(
     columns: str | None = typer.Option(None, help="comma-separated extra columns to print"),
 ) -> None:
     """Print a summary table of a results store (compacting its journal first when no sweep is running)."""
+    from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
     from t3.experiments.sweep import Store
 
     db = Store(store)
@@ -189,7 +191,8 @@ def show_cmd(
     ok = int((df["status"] == "ok").sum())
     t = Table()
     for c in cols:
-        t.add_column(escape(_label(c)), justify="left" if df[c].dtype == object else "right")
+        numeric = is_numeric_dtype(df[c]) and not is_bool_dtype(df[c])
+        t.add_column(escape(_label(c)), justify="right" if numeric or c in outs else "left")
     shown = df if limit <= 0 else df.head(limit)
     for _, r in shown.iterrows():
         t.add_row(*(_fmt(c, r[c]) for c in cols))

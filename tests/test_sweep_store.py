@@ -202,6 +202,10 @@ def test_run_points_rejects_unknown_keys_and_raises_on_failed_points():
     p = {"model": "t-nlg", "tp": 8, "sublayer": "op", "tokens": 1024, "config": "concurrent"}
     with pytest.raises(T3Error, match="point 0: unknown key 'hw'"):
         run_points([{**p, "hw": {}}], workers=1, progress=False)
+    with pytest.raises(T3Error, match="point 0: tp: expected int, got '8'"):
+        run_points([{**p, "tp": "8"}], workers=1, progress=False)
+    with pytest.raises(T3Error, match="point 0: options.comm_kus: unknown option"):
+        run_points([{**p, "options": {"comm_kus": 8}}], workers=1, progress=False)
     with pytest.raises(T3Error, match="point 0: ConfigError: comm_cus"):
         run_points([{**p, "options": {"comm_cus": 80}}], workers=1, progress=False)
 

@@ -35,7 +35,7 @@ from rich.text import Text
 
 from t3.errors import ConfigError, T3Error
 from t3.experiments.sweep.executors import IDENTITY, make_executor
-from t3.experiments.sweep.spec import Sweep, build_point, validate_points
+from t3.experiments.sweep.spec import Sweep, build_point, check_key, check_value, validate_points
 from t3.experiments.sweep.store import RECORD_COLUMN, Store, dedupe, rows_to_table
 
 
@@ -95,8 +95,8 @@ def _batch_size(n: int, workers: int) -> int:
 def execute(
     sweep: Sweep, *, executor: str = "local", workers: int | None = None, scheduler: str | None = None,
     store: str | Path | None = None, progress: bool = True, retry_errors: bool = True,
-    batch_size: int | None = None, flush_rows: int = 1000, flush_s: float = 1.0, compact_every: int = 512, dask_processes: bool = True,
-    description: str | None = None,
+    batch_size: int | None = None, flush_rows: int = 1000, flush_s: float = 1.0, compact_every: int = 512,
+    dask_processes: bool = True, description: str | None = None,
 ) -> tuple[pd.DataFrame, SweepStats]:  # fmt: skip
     """Run the points of ``sweep`` not yet in ``store``; return (rows of the grid's distinct points in
     grid order, statistics). Raises :class:`SweepInterrupted` on Ctrl-C after storing finished rows."""
@@ -195,6 +195,12 @@ def as_sweep(points: Sequence[dict[str, Any]], name: str = "points") -> Sweep:
         opts = dict(p.get("options") or {})
         values.update({f"options.params.{k}": v for k, v in opts.pop("params", {}).items()})
         values.update({f"options.{k}": v for k, v in opts.items()})
+        for k, v in values.items():
+            try:
+                check_key(k)
+                check_value(k, v)
+            except ConfigError as err:
+                raise ConfigError(f"{name}: point {i}: {err}") from None
         pts.append(build_point(i, values))
     keys, inputs = validate_points(pts, name)
     return Sweep(name, [], pts, keys, inputs)

@@ -136,7 +136,7 @@ def check_key(key: str) -> None:
     )
 
 
-def _check_value(key: str, value: Any) -> None:
+def check_value(key: str, value: Any) -> None:
     if key in _TOP_TYPES:
         if not isinstance(value, _TOP_TYPES[key]) or isinstance(value, bool):
             want = " or ".join("null" if t is type(None) else t.__name__ for t in _TOP_TYPES[key])
@@ -226,7 +226,7 @@ def _check_grid(section: str, grid: dict[str, Any], seen: set[str]) -> dict[str,
             raise ConfigError(f"{where}: expected a non-empty list of values, got {v!r}")
         for x in v:
             try:
-                _check_value(k, x)
+                check_value(k, x)
             except ConfigError as err:
                 raise ConfigError(f"{section}.{err}") from None
     return out
@@ -257,7 +257,7 @@ def spec_from_dict(data: dict[str, Any], origin: str = "<spec>", root: Path | No
         for k, v in base.items():
             try:
                 check_key(k)
-                _check_value(k, v)
+                check_value(k, v)
             except ConfigError as err:
                 raise ConfigError(f"base.{err}") from None
         seen: set[str] = set()

@@ -239,3 +239,10 @@ def test_periodic_compaction_keeps_every_row(tmp_path):
     assert st.computed == 12 and list(df["point"]) == list(range(12))
     assert not store.with_name("r.parquet.parts").exists()
     pd.testing.assert_frame_equal(content(df), content(execute(grid(), workers=1, progress=False)[0]))
+
+
+def test_a_column_typed_differently_in_two_parts_is_read_as_json_text(tmp_path):
+    db = Store(tmp_path / "r.parquet")
+    db.append([_row("a", "ok", 0, 1.5)])
+    db.append([{**_row("b", "ok", 1), "v": "fast"}])
+    assert db.table().column("v").to_pylist() == ["1.5", '"fast"']

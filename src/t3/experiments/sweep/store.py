@@ -99,7 +99,10 @@ def _concat(tables: list[pa.Table]) -> pa.Table:
     tables = [t for t in tables if t.num_rows]
     if not tables:
         return pa.table({c: pa.array([], pa.string()) for c in META_COLUMNS})
-    t = pa.concat_tables(tables, promote_options="permissive")
+    try:
+        t = pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # a column typed differently in two files: re-infer
+        return rows_to_table([r for t in tables for r in t.to_pylist()])
     return t.select(sorted(t.column_names, key=column_rank))
 
 
@@ -120,7 +123,7 @@ def dedupe(table: pa.Table) -> pa.Table:
 
 
 class Store:
-    """The results store at ``path`` (``None``: nothing is persisted)."""
+    """The results store at ``path`` (a ``.parquet`` file, its journal directory and its lock file)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -172,11 +175,21 @@ class Store:
         )
 
     def _read(self) -> tuple[pa.Table, list[Path]]:
+        for _ in range(10):  # a reader without the lock may race a compaction deleting parts: reread
+            try:
+                return self._read_once()
+            except FileNotFoundError:
+                continue
+        return self._read_once()
+
+    def _read_once(self) -> tuple[pa.Table, list[Path]]:
         tables = []
         parts = self._part_files()
         for f in ([self.path] if self.path.is_file() else []) + parts:
             try:
                 t = pq.read_table(f)
+            except FileNotFoundError:
+                raise
             except (pa.ArrowInvalid, OSError) as err:
                 raise ConfigError(f"store: '{f}' is not a readable Parquet file: {err}") from None
             if not {"key", "status", "point"} <= set(t.column_names):

@@ -34,7 +34,7 @@ from rich.progress import (
 from rich.text import Text
 
 from t3.errors import ConfigError, T3Error
-from t3.experiments.sweep.executors import IDENTITY, make_executor
+from t3.experiments.sweep.executors import IDENTITY, InProcess, check_executor, make_executor
 from t3.experiments.sweep.spec import Sweep, build_point, check_key, check_value, validate_points
 from t3.experiments.sweep.store import RECORD_COLUMN, Store, dedupe, rows_to_table
 
@@ -112,9 +112,12 @@ def execute(
         done = db.done(retry_errors) if db is not None else set()
         todo = [(i, sweep.points[i].point) for k, i in first.items() if k not in done]
         st.skipped = st.total - len(todo)
-        ex = make_executor(
-            executor, workers, scheduler, **({"processes": dask_processes} if executor == "dask" else {})
-        )
+        check_executor(executor, workers, scheduler)
+        if todo:
+            kw = {"processes": dask_processes} if executor == "dask" else {}
+            ex = make_executor(executor, workers, scheduler, **kw)
+        else:  # nothing to compute: no pool, no cluster
+            ex = InProcess()
         bs = batch_size or _batch_size(len(todo), ex.workers)
         batches = [todo[j : j + bs] for j in range(0, len(todo), bs)]
         buf: list[dict[str, Any]] = []

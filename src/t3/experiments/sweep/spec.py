@@ -363,14 +363,13 @@ def resolve_point(point: dict[str, Any]) -> tuple[Any, Any, Any]:
 
 
 def run_resolved(point: dict[str, Any]) -> dict[str, Any]:
-    """``t3.experiments.parallel.run_point(point)`` with hardware and workload resolution cached per
-    process (a sweep resolves the same few presets thousands of times); the same record."""
-    from t3.api import record
-    from t3.schedules import get_config
+    """``t3.experiments.parallel.run_point(point)`` through ``t3.api.run`` with the validated hardware
+    cached per process (a sweep resolves the same few presets thousands of times); the same record."""
+    from t3.api import run
 
     r, opts = _resolve(point)
-    out = get_config(point["config"]).run(r.op, r.hw, opts)
-    return record(r.op, r.hw, point["config"], out)
+    p = point
+    return run(p["model"], p["tp"], p["sublayer"], p["config"], r.hw, p["tokens"], None, opts)
 
 
 def canonical_json(obj: Any) -> str:

@@ -91,6 +91,10 @@ def failed(batch: Batch, error: str) -> list[Result]:
     ]
 
 
+def _noop() -> None:
+    pass
+
+
 def _worker_init() -> None:
     # Ctrl-C reaches the whole process group; only the parent handles it (flush, compact, exit)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -124,16 +128,20 @@ class LocalPool:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
-        self._pool: ProcessPoolExecutor | None = None
+        self._pool: ProcessPoolExecutor | None = self._new_pool()
 
     def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init)
+        pool = ProcessPoolExecutor(max_workers=self.workers, initializer=_worker_init)
+        # start the workers now, before the progress bar's thread exists (fork with threads is unsafe)
+        pool.submit(_noop).result()
+        return pool
 
     def map_unordered(self, batches: Sequence[Batch]) -> Iterator[list[Result]]:
         queue: deque[Batch] = deque(batches)
         suspects: deque[tuple[int, dict[str, Any]]] = deque()  # in flight when a worker died
         window = 4 * self.workers
-        self._pool = self._new_pool()
+        if self._pool is None:
+            self._pool = self._new_pool()
         running: dict[Future, Batch] = {}
         while queue or suspects or running:
             if suspects and not running:

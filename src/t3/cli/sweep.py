@@ -46,7 +46,9 @@ app.add_typer(sweep_app, name="sweep")
 
 @sweep_app.command("run")
 def run_cmd(
-    spec: Path = typer.Argument(..., help="sweep spec (TOML): [base] values, [grid] lists, [[zip]] groups"),
+    spec: Path = typer.Argument(
+        ..., help="sweep spec (TOML): base values, grid lists, zip groups (docs/sweeps.md)"
+    ),
     store: Path | None = typer.Option(
         None, "--store", help="results store (.parquet); required unless --dry-run"
     ),

@@ -14,7 +14,9 @@ from t3.cli.main import app
 from t3.config.hardware import load_hardware
 from t3.ficco.space import FiccoOperator
 
-ficco_app = typer.Typer(help="FiCCO schedule design space: explore, select, characterise.", no_args_is_help=True)
+ficco_app = typer.Typer(
+    help="FiCCO schedule design space: explore, select, characterise.", no_args_is_help=True
+)
 app.add_typer(ficco_app, name="ficco")
 
 
@@ -90,7 +92,8 @@ def select(
 
 @ficco_app.command()
 def characterise(
-    hw: str = _HW, as_json: bool = _J,
+    hw: str = _HW,
+    as_json: bool = _J,
 ) -> None:
     """Decomposition loss of 8- and 64-way splits along M and K over a range of GEMM shapes."""
     from t3.ficco.characterise import characterise as char
@@ -107,7 +110,9 @@ def characterise(
     for col in ("GEMM MxNxK", "whole", "M/8", "M/64", "K/8", "K/64"):
         t.add_column(col, justify="right")
     for r in rows:
-        cells = [f"{r[f'{x}_loss_pct']:.1f} %" if f"{x}_loss_pct" in r else "-" for x in ("M8", "M64", "K8", "K64")]
+        cells = [
+            f"{r[f'{x}_loss_pct']:.1f} %" if f"{x}_loss_pct" in r else "-" for x in ("M8", "M64", "K8", "K64")
+        ]
         t.add_row(f"{r['m']}x{r['n']}x{r['k']}", fmt_time(r["whole_s"]), *cells)
     c.print(t)
     t = Table(title="one DMA command over one link")

@@ -71,7 +71,9 @@ def evaluate(rows: list[dict], rules: Rules) -> dict[str, Any]:
     return out
 
 
-def reproduce(out_dir: Path, *, workers: int | None = None, limit: int | None = None, progress: bool = True) -> dict:
+def reproduce(
+    out_dir: Path, *, workers: int | None = None, limit: int | None = None, progress: bool = True
+) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     cs = cases(limit)
     rows = pmap(run_case, cs, workers=workers, desc="ficco cases", progress=progress)
@@ -161,7 +163,9 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
     for ax, (h, rs) in zip(axs, char.items(), strict=True):
         lbl = [f"{r['m']}x{r['n']}x{r['k']}" for r in rs]
         for key in ("M8", "M64", "K8", "K64"):
-            ax.plot(range(len(rs)), [r.get(f"{key}_loss_pct", float("nan")) for r in rs], marker="o", label=key)
+            ax.plot(
+                range(len(rs)), [r.get(f"{key}_loss_pct", float("nan")) for r in rs], marker="o", label=key
+            )
         ax.set_yscale("symlog")
         ax.set_xticks(range(len(rs)), lbl, rotation=60, fontsize=6)
         ax.set_ylabel("decomposition loss (% of whole GEMM)")
@@ -231,7 +235,10 @@ def report(res: dict, rows: list[dict], figs: list[str]) -> str:
     for h, rs in res["characterisation"].items():
         L += [f"{h}:", "", "| GEMM MxNxK | whole | M/8 | M/64 | K/8 | K/64 |", "|---|---|---|---|---|---|"]
         for r in rs:
-            cells = [f"{r[f'{x}_loss_pct']:.1f} %" if f"{x}_loss_pct" in r else "-" for x in ("M8", "M64", "K8", "K64")]
+            cells = [
+                f"{r[f'{x}_loss_pct']:.1f} %" if f"{x}_loss_pct" in r else "-"
+                for x in ("M8", "M64", "K8", "K64")
+            ]
             L.append(f"| {r['m']}x{r['n']}x{r['k']} | {_us(r['whole_s'])} | " + " | ".join(cells) + " |")
         L.append("")
     L += ["## Figures", ""] + [f"![{f}]({f})" for f in figs] + [""]

@@ -134,7 +134,9 @@ class LossModel:
         return self._alone[shapes]
 
     def whole_gemm_s(self) -> float:
-        return self.alone(tuple(shape_of(self.fop, Axes("bulk", 1), plan_pieces(self.fop, self.hw, Axes("bulk", 1))[0], 0)))
+        return self.alone(
+            tuple(shape_of(self.fop, Axes("bulk", 1), plan_pieces(self.fop, self.hw, Axes("bulk", 1))[0], 0))
+        )
 
     def decomposition_gemm_s(self, ax: Axes) -> float:
         pieces = plan_pieces(self.fop, self.hw, ax)

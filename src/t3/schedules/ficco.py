@@ -100,9 +100,17 @@ def gemm_plan(shape: GemmShape, hw: Hardware, cus: int | None = None) -> GemmPla
         return _PLANS[key]
     best = None
     for tm, tn, rel in _menu(hw):
-        h = hw.with_overrides(
-            {"compute.tile_m": tm, "compute.tile_n": tn, "compute.gemm_efficiency": hw.compute.gemm_efficiency * rel}
-        ) if (tm, tn, rel) != (hw.compute.tile_m, hw.compute.tile_n, 1.0) else hw
+        h = (
+            hw.with_overrides(
+                {
+                    "compute.tile_m": tm,
+                    "compute.tile_n": tn,
+                    "compute.gemm_efficiency": hw.compute.gemm_efficiency * rel,
+                }
+            )
+            if (tm, tn, rel) != (hw.compute.tile_m, hw.compute.tile_n, 1.0)
+            else hw
+        )
         p = plan_gemm(shape, h, cus=cus)
         est = max(p.compute_s, p.read_bytes / hw.hbm.effective_Bps)
         if best is None or est < best[0] * (1 - 1e-12):
@@ -202,7 +210,10 @@ def shape_of(fop: FiccoOperator, ax: Axes, p: Piece, gpu: int) -> list[tuple[Gem
     n, u = fop.gpus, len(p.units)
     if fop.op == "moe":
         rows = sum(moe_unit_rows(fop, gpu, j) for _, j in p.units)
-        return [(GemmShape(rows, 2 * fop.n, fop.k, fop.dtype), False), (GemmShape(rows, fop.k, fop.n, fop.dtype), False)]
+        return [
+            (GemmShape(rows, 2 * fop.n, fop.k, fop.dtype), False),
+            (GemmShape(rows, fop.k, fop.n, fop.dtype), False),
+        ]
     if ax.g == 1:
         return [(GemmShape(fop.m, fop.n, fop.k, fop.dtype), False)]
     if ax.split == "M":
@@ -248,13 +259,17 @@ def _unit_bytes(fop: FiccoOperator, gpu: int, j: int, phase: str) -> float:
 
 
 class _Gen:
-    def __init__(self, fop: FiccoOperator, hw: Hardware, ax: Axes, mode: str):
+    def __init__(self, fop: FiccoOperator, hw: Hardware, ax: Axes, mode: str, symmetric: bool | None = None):
         if mode not in ("full", "ideal", "comm"):
             raise ScheduleError(f"mode: unknown mode '{mode}'")
         self.fop, self.hw, self.ax, self.mode = fop, hw, ax, mode
         self.n = fop.gpus
         self.b = FiccoBuilder(
-            f"{fop.op}:{ax.name}", hw, fop.gpus, symmetric=fop.symmetric, isolate=(mode == "ideal")
+            f"{fop.op}:{ax.name}",
+            hw,
+            fop.gpus,
+            symmetric=fop.symmetric if symmetric is None else symmetric,
+            isolate=(mode == "ideal"),
         )
         self.pieces = plan_pieces(fop, hw, ax)
         self.where: dict[Unit, int] = {u: p.index for p in self.pieces for u in p.units}
@@ -453,9 +468,14 @@ class _Gen:
         return self.b.build()
 
 
-def ficco_schedule(fop: FiccoOperator, hw: Hardware, ax: Axes, mode: str = "full") -> Schedule:
-    """The schedule of design point ``ax`` for ``fop`` on ``hw`` (mode: full, ideal, comm)."""
-    return _Gen(fop, hw, ax, mode).build()
+def ficco_schedule(
+    fop: FiccoOperator, hw: Hardware, ax: Axes, mode: str = "full", symmetric: bool | None = None
+) -> Schedule:
+    """The schedule of design point ``ax`` for ``fop`` on ``hw`` (mode: full, ideal, comm).
+    ``symmetric`` forces the quotient (True) or all-GPU (False) mode; default: by the operator."""
+    if symmetric and not fop.symmetric:
+        raise ScheduleError("symmetric: skewed MoE routing needs the all-GPU mode")
+    return _Gen(fop, hw, ax, mode, symmetric).build()
 
 
 def gemm_alone_schedule(shapes: list[tuple[GemmShape, bool]], hw: Hardware, n: int) -> Schedule:

@@ -1,0 +1,98 @@
+"""`t3 ficco` commands: JSON contracts, one-line errors, the selector's fitting procedure."""
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from t3.config.hardware import load_hardware
+from t3.ficco.scenarios import OPERATORS, cases
+from t3.ficco.select import GRID, Rules, features, fit, rule_pick, select, within
+from t3.ficco.space import FiccoOperator, legality
+
+
+def _t3(*args):
+    return subprocess.run([sys.executable, "-m", "t3", *args], capture_output=True, text=True)
+
+
+def test_explore_json_contract():
+    p = _t3("ficco", "explore", "--op", "gemm-rs", "--m", "1024", "--n", "512", "--k", "256", "--gpus", "8",
+            "--hw", "mi300x-8", "--json")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert j["best"] in {s["name"] for s in j["schedules"]}
+    bulk = min(s["time_s"] for s in j["schedules"] if s["name"].startswith("bulk"))
+    for s in j["schedules"]:
+        assert set(s["losses"]) >= {"decomposition_s", "contention_s"}
+        assert s["speedup_vs_bulk"] == pytest.approx(bulk / s["time_s"])
+    assert min(s["time_s"] for s in j["schedules"]) == j["best_time_s"]
+
+
+def test_select_json_contract_matches_library():
+    p = _t3("ficco", "select", "--op", "ag-gemm", "--m", "8192", "--n", "3584", "--k", "4096", "--json")
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    name, f = select(FiccoOperator("ag-gemm", 8192, 3584, 4096), load_hardware("mi300x-8"))
+    assert j == {"schedule": name, "features": f}
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["ficco", "explore", "--op", "foo"], "op: unknown operation 'foo'"),
+        (["ficco", "select", "--m", "1001"], "m: 1001 rows"),
+        (["ficco", "explore", "--hw", "nope"], "unknown preset 'nope'"),
+        (["ficco", "select", "--op", "moe", "--skew", "2"], "skew"),
+        (["reproduce", "ficco", "--limit", "1"], "limit"),
+    ],
+)
+def test_bad_input_one_line_error(args, needle):
+    p = _t3(*args)
+    assert p.returncode == 2 and needle in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_scenario_set_is_large_realistic_and_split():
+    cs = cases()
+    assert len(cs) >= 40
+    assert {c.subset for c in cs} == {"design", "unseen"}
+    ops = {f.op for f in OPERATORS}
+    assert ops == {"ag-gemm", "gemm-rs", "moe"} and any(f.skew for f in OPERATORS)
+    for c in cs:  # same operator -> same subset on both presets
+        assert c.subset == ("design" if c.index % 2 == 0 else "unseen")
+
+
+def test_selector_always_returns_a_legal_schedule():
+    for hwn in ("mi300x-8", "h100-8", "paper-80cu"):
+        hw = load_hardware(hwn)
+        for f in OPERATORS:
+            if f.op == "moe" and hw.topology.kind == "ring":
+                continue
+            name, _ = select(f, hw)
+            from t3.ficco.space import parse_name
+
+            assert legality(f, hw, parse_name(name)) is None
+
+
+def test_features_closed_forms():
+    hw = load_hardware("mi300x-8")
+    f = features(FiccoOperator("ag-gemm", 8192, 3584, 4096), hw)
+    assert f["t_compute_s"] == pytest.approx(2 * 8192 * 3584 * 4096 / (1307.4e12 * 0.7), rel=1e-3)
+    assert f["t_comm_s"] == pytest.approx(7 / 8 * 8192 * 4096 * 2 / (7 * 64e9))
+    assert f["waves"] == pytest.approx(math.ceil(8192 / 256) * 14 / 304)
+
+
+def test_fit_recovers_a_planted_threshold():
+    # synthetic cases: bulk is best below a 100 µs total, ficco-g8-M-dma-s2 above
+    rows = []
+    for tot in (10e-6, 40e-6, 80e-6, 150e-6, 300e-6, 900e-6):
+        f = {"op": "ag-gemm", "topology": "mesh", "gpus": 8, "t_compute_s": tot / 2, "t_comm_s": tot / 2,
+             "comm_ratio": 1.0, "waves": 1.0, "msg_over_dma": 100.0}  # fmt: skip
+        big = tot >= 100e-6
+        rows.append({"features": f, "times": {"bulk-g1-M-cu": 1.0, "ficco-g8-M-dma-s2": 0.5 if big else 2.0}})
+    r, acc = fit(rows)
+    assert acc == 1.0 and r.small_s == 100e-6
+    assert all(within(row["times"], rule_pick(row["features"], r).name) for row in rows)
+    assert 100e-6 in GRID["small_s"] and isinstance(Rules(), Rules)

@@ -84,15 +84,21 @@ def test_features_closed_forms():
     assert f["waves"] == pytest.approx(math.ceil(8192 / 256) * 14 / 304)
 
 
-def test_fit_recovers_a_planted_threshold():
-    # synthetic cases: bulk is best below a 100 µs total, ficco-g8-M-dma-s2 above
+def test_fit_recovers_a_planted_margin():
+    # synthetic cases: the overlapped schedule is really faster only when its estimate is < 0.9 x bulk
     rows = []
-    for tot in (10e-6, 40e-6, 80e-6, 150e-6, 300e-6, 900e-6):
-        f = {"op": "ag-gemm", "topology": "mesh", "gpus": 8, "t_compute_s": tot / 2, "t_comm_s": tot / 2,
-             "comm_ratio": 1.0, "waves": 1.0, "msg_over_dma": 100.0}  # fmt: skip
-        big = tot >= 100e-6
-        rows.append({"features": f, "times": {"bulk-g1-M-cu": 1.0, "ficco-g8-M-dma-s2": 0.5 if big else 2.0}})
+    for x in (0.5, 0.8, 0.85, 0.95, 1.2):
+        f = {"op": "ag-gemm", "topology": "mesh", "gpus": 8, "waves": 1.0,
+             "estimates_s": {"bulk": 1.0, "ficco-dma-M": x}}  # fmt: skip
+        rows.append(
+            {"features": f, "times": {"bulk-g1-M-cu": 1.0, "ficco-g8-M-dma-s2": x if x < 0.9 else 1.5}}
+        )
     r, acc = fit(rows)
-    assert acc == 1.0 and r.small_s == 100e-6
+    assert acc == 1.0
+    # the fitted rules put the boundary between 0.85 and 0.95 of bulk (margin or DMA handicap)
+    eff = (1.0 + r.dma_bias) * (1.0 + r.m_bias) / (1.0 - r.margin)
+    assert 0.85 * eff < 1.0 <= 0.95 * eff
     assert all(within(row["times"], rule_pick(row["features"], r).name) for row in rows)
-    assert 100e-6 in GRID["small_s"] and isinstance(Rules(), Rules)
+    bad = Rules(margin=0.0, m_bias=0.0, shard_bias=0.0)
+    assert not all(within(row["times"], rule_pick(row["features"], bad).name) for row in rows)
+    assert 0.05 in GRID["margin"]

@@ -20,6 +20,7 @@ from t3.ficco.characterise import characterise, dma_efficiency
 from t3.ficco.losses import explore
 from t3.ficco.scenarios import Case, cases
 from t3.ficco.select import SHIPPED, Rules, features, fit, rule_pick, rules_dict, select, within
+from t3.ficco.space import FiccoOperator
 
 TOL = 0.02
 
@@ -41,8 +42,6 @@ def evaluate(rows: list[dict], rules: Rules) -> dict[str, Any]:
     per = []
     for row in rows:
         hw = load_hardware(row["hardware"])
-        from t3.ficco.space import FiccoOperator
-
         o = row["operator"]
         fop = FiccoOperator(o["op"], o["m"], o["n"], o["k"], o["gpus"], o["dtype"], o["skew"], o["label"])
         name, _ = select(fop, hw, rules)

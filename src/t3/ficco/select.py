@@ -1,24 +1,28 @@
 """The heuristic schedule selector: static operator sizes and peak rates in, a schedule name out.
 
-No simulation: the features are closed forms of the operator and the hardware preset.
+No simulation: every feature is a closed form of the operator and the hardware preset.
 
-Features (all from static sizes):
-- ``t_compute_s`` = GEMM FLOPs / (matrix peak x ``gemm_efficiency``);
-- ``t_comm_s`` = bytes a GPU sends / its egress bandwidth (mesh: N-1 links; switch, ring: one port);
-- ``comm_ratio`` = t_comm / t_compute;
-- ``waves`` = macro-tiles of the whole GEMM / CUs (how many full waves the undecomposed GEMM has);
-- ``msg_over_dma`` = time of one FiCCO piece on a link / the DMA per-command overhead;
-- ``topology``.
+Static estimates (seconds):
+- ``gemm(shape, C)``: the GEMM on C CUs from its static plan (the library tile choice of
+  :func:`t3.schedules.ficco.gemm_plan`): ``waves x tile time`` plus one kernel launch;
+- ``t_comm``: bytes a GPU sends / its egress bandwidth (mesh: N-1 links; switch, ring: one port);
+- ``slow(comm, exec)``: how much slower a pattern moves the bytes than ``t_comm`` — shard on a mesh
+  uses one of N-1 links (N-1); a DMA command runs on one engine (link / min(engine, link)); N-1
+  concurrent DMA commands through a switch port are bounded by all engines;
+- bulk: ``gemm(whole, all CUs) + t_comm`` (+ the reduction's HBM traffic for reduce-scatter);
+- overlapped candidate (comm, exec, split), N pieces: ``max(compute, t_comm x slow) +
+  t_comm x slow / N`` (the first or last transfer is exposed) ``+ N x DMA command overhead`` (DMA),
+  where compute = ``N x gemm(piece, C_exec)`` (K split: plus reading the output back N-1 times; M split
+  with two streams: ``N/2 x gemm(two pieces, C_exec)``) and ``C_exec`` = all CUs for DMA, all minus the
+  communication kernel's CUs for ``cu``; for reduce-scatter the transfers also carry the owner's
+  reductions (3 bytes of HBM traffic per byte received, through the communication kernel's CUs).
 
-Rules (the thresholds ``Rules`` are fitted on the design cases by :func:`fit`, see docs/ficco.md):
-1. Too small to overlap: if ``t_compute + t_comm < small_s``, or ``comm_ratio < ratio_lo``, run bulk.
-2. GEMM -> reduce-scatter overlaps only if ``rs_overlap``; otherwise bulk.
-3. Communication: ``ficco`` on a mesh (only per-piece transfers to every peer use all links); on a
-   switch, ``switch_comm`` (shard-level already uses the full port).
-4. Executor: DMA if ``msg_over_dma >= dma_msg`` (the message hides the command overhead), else CUs.
-5. Compute pieces: 2N if ``waves >= big_waves`` (large GEMMs keep full waves when cut finer), else N.
-6. Split: M (rows) for all-gather and MoE; ``rs_split`` for reduce-scatter. Two compute streams.
-If the rule's schedule is illegal for the operator, one stream, then bulk, are tried.
+Rules (thresholds :class:`Rules` fitted on the design cases by :func:`fit`; docs/ficco.md says it
+in words): take the overlapped candidate with the least estimate, after handicapping DMA candidates by
+``dma_bias``, shard-level ones by ``shard_bias``, K and M splits by ``k_bias`` and ``m_bias``; run it only if its estimate beats bulk by the
+``margin`` (``rs_margin`` for GEMM -> reduce-scatter), else bulk. M splits use two compute streams;
+``2N`` pieces instead of N when the whole GEMM has at least ``big_waves`` waves. Illegal picks fall back
+to one stream, then to bulk.
 """
 
 from __future__ import annotations
@@ -29,29 +33,31 @@ from dataclasses import asdict, dataclass
 
 from t3.config.hardware import Hardware
 from t3.ficco.space import Axes, FiccoOperator, legality
+from t3.schedules.ficco import comm_cus, gemm_plan
+from t3.workload.sublayers import GemmShape
 
 INF = math.inf
 
 
 @dataclass(frozen=True)
 class Rules:
-    small_s: float = 50e-6
-    ratio_lo: float = 0.1
-    rs_overlap: bool = False
-    switch_comm: str = "shard"
-    dma_msg: float = 2.0
-    big_waves: float = INF
-    rs_split: str = "N"
+    margin: float = 0.0  # an overlapped schedule must be estimated this much faster than bulk
+    rs_margin: float = 0.0  # ... for GEMM -> reduce-scatter
+    dma_bias: float = 0.0  # DMA candidates' estimates are multiplied by (1 + dma_bias)
+    shard_bias: float = -0.05  # shard-level candidates' estimates are multiplied by (1 + shard_bias)
+    k_bias: float = 0.0  # K-split candidates' estimates are multiplied by (1 + k_bias)
+    m_bias: float = -0.2  # M-split candidates' estimates are multiplied by (1 + m_bias)
+    big_waves: float = INF  # 2N pieces at or above this many waves of the whole GEMM, else N
 
 
 GRID = {
-    "small_s": [0.0, 25e-6, 50e-6, 100e-6, 200e-6],
-    "ratio_lo": [0.0, 0.05, 0.1, 0.2, 0.3],
-    "rs_overlap": [False, True],
-    "switch_comm": ["shard", "ficco"],
-    "dma_msg": [0.0, 1.0, 2.0, 4.0, 8.0, INF],
-    "big_waves": [INF, 2.0, 4.0, 8.0],
-    "rs_split": ["M", "N"],
+    "margin": [0.0, 0.02, 0.05, 0.1, 0.2],
+    "rs_margin": [0.0, 0.1, 0.2, INF],
+    "dma_bias": [-0.1, -0.05, 0.0, 0.05, 0.1],
+    "shard_bias": [-0.1, -0.05, 0.0, 0.05, 0.1],
+    "k_bias": [0.0, 0.1, 0.2, INF],
+    "m_bias": [-0.3, -0.2, -0.15, -0.1, -0.05, 0.0],
+    "big_waves": [INF, 8.0],
 }
 
 # The thresholds fitted on the design cases by `t3 reproduce ficco` (it re-fits and reports whether
@@ -59,55 +65,111 @@ GRID = {
 SHIPPED = Rules()
 
 
+def gemm_estimate(shape: GemmShape, hw: Hardware, cus: int, streams_of: int = 0) -> float:
+    """GEMM time on ``cus`` CUs from its static plan (the library tile choice of
+    :func:`t3.schedules.ficco.gemm_plan`: waves x tile time; no simulation), plus one launch.
+    ``streams_of = p``: ``p`` such GEMMs on two streams, whose partial waves fill each other:
+    ``(p x tiles / cus + 1)`` tile times plus ``p`` launches."""
+    plan = gemm_plan(shape, hw, cus=cus)
+    if not streams_of:
+        return plan.compute_s + hw.compute.kernel_launch_s
+    return (streams_of * plan.tiles / cus + 1.0) * plan.t_tile + hw.compute.kernel_launch_s * streams_of
+
+
+def _gemms(fop: FiccoOperator, rows: int, split: str, parts: int) -> list[GemmShape]:
+    d = fop.dtype
+    if fop.op == "moe":
+        r = rows // parts
+        return [GemmShape(r, 2 * fop.n, fop.k, d), GemmShape(r, fop.k, fop.n, d)]
+    if split == "K":
+        return [GemmShape(rows, fop.n, max(1, fop.k // parts), d)]
+    if split == "N":
+        return [GemmShape(rows, max(1, fop.n // parts), fop.k, d)]
+    return [GemmShape(max(1, rows // parts), fop.n, fop.k, d)]
+
+
 def features(fop: FiccoOperator, hw: Hardware) -> dict:
     c = hw.compute
     n = fop.gpus
+    topo = hw.topology.kind
     t_comp = fop.flops() / (c.peak_flops(fop.dtype) * c.gemm_efficiency)
-    links = (n - 1) if hw.topology.kind == "mesh" else 1
+    links = (n - 1) if topo == "mesh" else 1
     t_comm = fop.comm_bytes() / (links * hw.link.bandwidth_Bps)
-    if fop.op == "moe":
-        rows, cols = fop.expert_rows()[0] * n, 2 * fop.n
-    else:
-        rows, cols = fop.m, fop.n
+    rows = fop.expert_rows()[0] * n if fop.op == "moe" else fop.m
+    cols = 2 * fop.n if fop.op == "moe" else fop.n
     tiles = math.ceil(rows / c.tile_m) * math.ceil(cols / c.tile_n)
-    piece = fop.comm_bytes() / ((n - 1) * n) / hw.link.bandwidth_Bps
+    waves = tiles / c.cus
+    piece_s = fop.comm_bytes() / ((n - 1) * n) / hw.link.bandwidth_Bps
+    k = comm_cus(hw, n)
+    link, eng = hw.link.bandwidth_Bps, hw.dma.bandwidth_Bps
+    one_cmd = link / min(eng, link)
+    many_cmd = link / min(hw.dma.engines * eng, link) if topo != "mesh" else one_cmd
+    red = 3.0 * fop.comm_bytes() / hw.hbm.effective_Bps if fop.op == "gemm-rs" else 0.0
+    whole = sum(gemm_estimate(s, hw, c.cus) for s in _gemms(fop, rows, "M", 1))
+    est = {"bulk": whole + t_comm + red / 3.0}
+    splits = {"ag-gemm": ("M", "K"), "gemm-rs": ("N",), "moe": ("M",)}[fop.op]
+    comms = ("ficco",) if topo in ("mesh", "ring") else ("ficco", "shard")
+    for comm, ex, split in itertools.product(comms, ("cu", "dma"), splits):
+        cus = c.cus - k if ex == "cu" else c.cus
+        if split == "M":  # two streams: a piece's partial wave is filled by the next piece's tiles
+            comp = sum(gemm_estimate(s, hw, cus, streams_of=n) for s in _gemms(fop, rows, split, n))
+        else:
+            comp = n * sum(gemm_estimate(s, hw, cus) for s in _gemms(fop, rows, split, n))
+        if split == "K":  # every K block after the first reads the output back
+            comp += (n - 1) * rows * fop.n * fop.eb / hw.hbm.effective_Bps
+        slow = 1.0 if ex == "cu" else (many_cmd if comm == "ficco" else one_cmd)
+        # reduce-scatter: the owner reduces each arrival on the communication kernel's CUs
+        red_pieces = max(red, 3.0 * fop.comm_bytes() / (k * c.cu_copy_Bps)) if fop.op == "gemm-rs" else 0.0
+        tc = t_comm * slow + red_pieces
+        ovh = n * hw.dma.command_overhead_s if ex == "dma" else n * c.kernel_launch_s  # per transfer step
+        est[f"{comm}-{ex}-{split}"] = max(comp, tc) + tc / n + ovh
     return {
         "op": fop.op,
-        "topology": hw.topology.kind,
+        "topology": topo,
         "gpus": n,
         "t_compute_s": t_comp,
         "t_comm_s": t_comm,
         "comm_ratio": t_comm / t_comp,
-        "waves": tiles / c.cus,
-        "msg_over_dma": piece / max(hw.dma.command_overhead_s, 1e-12),
+        "waves": waves,
+        "msg_over_dma": piece_s / max(hw.dma.command_overhead_s, 1e-12),
+        "estimates_s": est,
     }
 
 
 def rule_pick(f: dict, r: Rules) -> Axes:
     """The rules on a feature dict (no legality check)."""
     n = f["gpus"]
-    bulk = Axes("bulk", 1, "M", "cu")
-    if f["t_compute_s"] + f["t_comm_s"] < r.small_s or f["comm_ratio"] < r.ratio_lo:
-        return bulk
-    if f["op"] == "gemm-rs" and not r.rs_overlap:
-        return bulk
-    comm = "ficco" if f["topology"] == "mesh" else r.switch_comm
-    if f["topology"] == "ring":
-        comm = "ficco"
-    ex = "dma" if f["msg_over_dma"] >= r.dma_msg else "cu"
+    est = f["estimates_s"]
+    best, best_t = None, INF
+    for key, t in est.items():
+        if key == "bulk":
+            continue
+        comm, ex, split = key.split("-")
+        t *= (1.0 + r.dma_bias) if ex == "dma" else 1.0
+        t *= (1.0 + r.shard_bias) if comm == "shard" else 1.0
+        t *= (1.0 + r.k_bias) if split == "K" else (1.0 + r.m_bias) if split == "M" else 1.0
+        if t < best_t:
+            best, best_t = key, t
+    margin = r.rs_margin if f["op"] == "gemm-rs" else r.margin
+    if best is None or not best_t < est["bulk"] * (1.0 - margin):
+        return Axes("bulk", 1, "M", "cu")
+    comm, ex, split = best.split("-")
     g = 2 * n if f["waves"] >= r.big_waves else n
-    split = r.rs_split if f["op"] == "gemm-rs" else "M"
-    return Axes(comm, g, split, ex, 0, 2, True)
+    return Axes(comm, g, split, ex, 0, 2 if split == "M" else 1, True)
+
+
+def _fallbacks(ax: Axes) -> list[Axes]:
+    return [ax, Axes(ax.comm, ax.g, ax.split, ax.executor), Axes(ax.comm, ax.g // 2 or 1, ax.split, ax.executor),
+            Axes("bulk", 1, "M", "cu")]  # fmt: skip
 
 
 def select(fop: FiccoOperator, hw: Hardware, rules: Rules = SHIPPED) -> tuple[str, dict]:
     """(schedule name, features) chosen from static sizes; always a legal schedule."""
     f = features(fop, hw)
-    ax = rule_pick(f, rules)
-    for cand in (ax, Axes(ax.comm, ax.g, ax.split, ax.executor), Axes("bulk", 1, "M", ax.executor)):
+    for cand in _fallbacks(rule_pick(f, rules)):
         if legality(fop, hw, cand) is None:
             return cand.name, f
-    return Axes("bulk", 1, "M", "cu").name, f
+    return "bulk-g1-M-cu", f
 
 
 def within(times: dict[str, float], name: str, tol: float = 0.02) -> bool:
@@ -116,30 +178,41 @@ def within(times: dict[str, float], name: str, tol: float = 0.02) -> bool:
     return name in times and times[name] <= best * (1.0 + tol)
 
 
-def fit(rows: list[dict], tol: float = 0.02) -> tuple[Rules, float]:
-    """Grid search of the thresholds maximising design-case accuracy (first maximum in grid order).
-
-    ``rows``: dicts with ``features`` and ``times`` (schedule name -> simulated seconds)."""
-    keys = list(GRID)
-    best: tuple[int, Rules] | None = None
-    for vals in itertools.product(*(GRID[k] for k in keys)):
-        r = Rules(**dict(zip(keys, vals, strict=True)))
-        hits = 0
-        for row in rows:
-            name = _legal_pick(row, r)
-            hits += within(row["times"], name, tol)
-        if best is None or hits > best[0]:
-            best = (hits, r)
-    assert best is not None
-    return best[1], best[0] / max(1, len(rows))
-
-
 def _legal_pick(row: dict, r: Rules) -> str:
-    ax = rule_pick(row["features"], r)
-    for cand in (ax, Axes(ax.comm, ax.g, ax.split, ax.executor), Axes("bulk", 1, "M", ax.executor)):
+    for cand in _fallbacks(rule_pick(row["features"], r)):
         if cand.name in row["times"]:
             return cand.name
     return "bulk-g1-M-cu"
+
+
+def accuracy(rows: list[dict], r: Rules, tol: float = 0.02) -> int:
+    return sum(within(row["times"], _legal_pick(row, r), tol) for row in rows)
+
+
+def score(rows: list[dict], r: Rules, tol: float = 0.02) -> tuple[int, float]:
+    """(right picks, minus the summed relative gap of the picks to the exhaustive best)."""
+    hits, gap = 0, 0.0
+    for row in rows:
+        t = row["times"]
+        p = _legal_pick(row, r)
+        hits += within(t, p, tol)
+        gap += t[p] / min(t.values()) - 1.0
+    return hits, -gap
+
+
+def fit(rows: list[dict], tol: float = 0.02) -> tuple[Rules, float]:
+    """Exhaustive search of :data:`GRID` maximising design-case accuracy, then (among equally
+    accurate ones) the least summed time gap of the picks to the exhaustive best; remaining ties go
+    to the first combination in grid order. ``rows``: dicts with ``features`` and ``times``."""
+    keys = list(GRID)
+    best: tuple[tuple[int, float], Rules] | None = None
+    for vals in itertools.product(*(GRID[k] for k in keys)):
+        r = Rules(**dict(zip(keys, vals, strict=True)))
+        sc = score(rows, r, tol)
+        if best is None or sc > best[0]:
+            best = (sc, r)
+    assert best is not None
+    return best[1], best[0][0] / max(1, len(rows))
 
 
 def rules_dict(r: Rules) -> dict:

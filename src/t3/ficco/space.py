@@ -101,14 +101,17 @@ class FiccoOperator:
         return rows
 
     def comm_bytes(self) -> float:
-        """Bytes one GPU sends in the operation's collective(s) (the hottest GPU for skewed MoE)."""
+        """Bytes one GPU sends in the operation's collective(s) (MoE: the busiest direction of the
+        hottest GPU; equal to the bytes sent when routing is uniform)."""
         n, eb = self.gpus, self.eb
         if self.op == "ag-gemm":
             return (n - 1) * self.m // n * self.k * eb
         if self.op == "gemm-rs":
             return (n - 1) * self.m // n * self.n * eb
         rows = self.expert_rows()
-        return 2 * (self.m - rows[0]) * self.k * eb  # dispatch + combine of GPU 0's remote rows
+        # dispatch + combine on the busiest direction of the hottest GPU (0): it sends m - rows[0]
+        # rows and receives (N-1) rows[0] rows in each all-to-all
+        return 2 * max(self.m - rows[0], (n - 1) * rows[0]) * self.k * eb
 
     def flops(self) -> float:
         """Matrix FLOPs on one GPU (the hottest expert GPU for MoE)."""

@@ -102,3 +102,35 @@ def test_fit_recovers_a_planted_margin():
     bad = Rules(margin=0.0, m_bias=0.0, shard_bias=0.0)
     assert not all(within(row["times"], rule_pick(row["features"], bad).name) for row in rows)
     assert 0.05 in GRID["margin"]
+
+
+def test_explore_is_deterministic():
+    from t3.ficco.losses import explore
+
+    hw = load_hardware("h100-8")
+    f = FiccoOperator("moe", 512, 256, 256)
+    a = json.dumps(explore(f, hw).to_json())
+    assert a == json.dumps(explore(f, hw).to_json())
+
+
+def test_characterise_json():
+    p = _t3("ficco", "characterise", "--hw", "h100-8", "--json")
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    row = j["gemm"][0]
+    assert {"M8_loss_pct", "M64_loss_pct", "K8_loss_pct", "K64_loss_pct"} <= set(row)
+    assert all(0 < d["efficiency_pct"] < 100 for d in j["dma"])
+
+
+def test_reproduce_small_writes_report_and_computes_accuracy(tmp_path):
+    from t3.experiments.reproduce_ficco import reproduce
+
+    res = reproduce(tmp_path, workers=1, limit=2, progress=False)
+    ev = res["evaluation"]
+    u = ev["unseen"]
+    assert u["cases"] == 2 and u["accuracy_pct"] == 100.0 * u["right"] / 2
+    for c in ev["cases"]:  # a pick is right iff within 2 % of the exhaustive best
+        assert c["right"] == (c["pick_s"] <= c["best_s"] * 1.02)
+    for name in ("report.md", "ficco.json", "design_space_heatmaps.png", "loss_signatures.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    assert "python3 -m t3 reproduce ficco" in (tmp_path / "report.md").read_text()

@@ -34,8 +34,7 @@ Illegal combinations are reported with a reason by :func:`legality`, never raise
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from fractions import Fraction
+from dataclasses import dataclass
 
 from t3.config.hardware import Hardware
 from t3.errors import ConfigError, ScheduleError
@@ -188,10 +187,6 @@ def candidates(fop: FiccoOperator) -> list[Axes]:
     return out
 
 
-def _frac_int(x: Fraction) -> bool:
-    return x.denominator == 1
-
-
 def legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
     """``None`` if the schedule can be built, else the reason it cannot (one line)."""
     n = fop.gpus
@@ -243,7 +238,3 @@ def enumerate_space(fop: FiccoOperator, hw: Hardware) -> tuple[list[Axes], list[
         else:
             skipped.append((ax.name, why))
     return legal, skipped
-
-
-def with_executor(ax: Axes, ex: str) -> Axes:
-    return replace(ax, executor=ex)

@@ -167,7 +167,6 @@ def plan_pieces(fop: FiccoOperator, hw: Hardware, ax: Axes) -> list[Piece]:
         for p in pieces:
             shape_of(fop, ax, p, 0)
     if ax.prefetch:
-        steps = [_step(ax, u) for p in pieces for u in p.units]
         first = 0 if ax.comm == "ficco" else 1
         for t in range(first + ax.prefetch, n):
             last = _last_piece_with_step(pieces, ax, t - ax.prefetch)
@@ -177,7 +176,6 @@ def plan_pieces(fop: FiccoOperator, hw: Hardware, ax: Axes) -> list[Piece]:
                     f"prefetch depth {ax.prefetch} deadlocks with {ax.g} pieces "
                     f"(a piece needs step {max(upto)} before step {t} may start)"
                 )
-        del steps
     return pieces
 
 

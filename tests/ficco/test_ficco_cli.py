@@ -46,6 +46,9 @@ def test_select_json_contract_matches_library():
         (["ficco", "explore", "--hw", "nope"], "unknown preset 'nope'"),
         (["ficco", "select", "--op", "moe", "--skew", "2"], "skew"),
         (["reproduce", "ficco", "--limit", "1"], "limit"),
+        (["ficco", "explore", "--gpus", "16", "--m", "8192"], "gpus: 16 GPUs exceed the mesh"),
+        (["ficco", "select", "--gpus", "16", "--m", "8192"], "gpus: 16 GPUs exceed the mesh"),
+        (["ficco", "explore", "--op", "moe", "--hw", "paper-80cu"], "op: moe"),
     ],
 )
 def test_bad_input_one_line_error(args, needle):

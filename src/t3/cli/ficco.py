@@ -86,8 +86,14 @@ def select(
     c = Console(width=140)
     c.print(f"[bold]{name}[/] for {fop.describe()} on {h.name} (decided in {dt * 1e3:.2f} ms)")
     for key, v in feats.items():
-        unit = " s" if key.endswith("_s") else ""
-        c.print(f"  {key}: {v:.4g}{unit}" if isinstance(v, float) else f"  {key}: {v}")
+        if isinstance(v, dict):
+            c.print(f"  {key.removesuffix('_s')}:")
+            for k2, v2 in v.items():
+                c.print(f"    {k2}: {fmt_time(v2)}")
+        elif key.endswith("_s"):
+            c.print(f"  {key.removesuffix('_s')}: {fmt_time(v)}")
+        else:
+            c.print(f"  {key}: {v:.4g}" if isinstance(v, float) else f"  {key}: {v}")
 
 
 @ficco_app.command()

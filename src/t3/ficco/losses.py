@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from t3.config.hardware import Hardware
-from t3.ficco.space import Axes, FiccoOperator, enumerate_space
+from t3.ficco.space import Axes, FiccoOperator, check_fits, enumerate_space
 from t3.schedules.ficco import ficco_schedule, gemm_alone_schedule, plan_pieces, shape_of
 from t3.sim.engine import Engine
 from t3.workload.sublayers import GemmShape
@@ -166,6 +166,7 @@ class LossModel:
 
 def explore(fop: FiccoOperator, hw: Hardware, schedules: list[Axes] | None = None) -> Exploration:
     """Every legal schedule of ``fop`` on ``hw`` (or the given ones), simulated with its losses."""
+    check_fits(fop, hw)
     legal, skipped = enumerate_space(fop, hw)
     if schedules is not None:
         legal = schedules

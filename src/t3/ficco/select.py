@@ -32,7 +32,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from t3.config.hardware import Hardware
-from t3.ficco.space import Axes, FiccoOperator, legality
+from t3.ficco.space import Axes, FiccoOperator, check_fits, legality
 from t3.schedules.ficco import comm_cus, gemm_plan
 from t3.workload.sublayers import GemmShape
 
@@ -165,6 +165,7 @@ def _fallbacks(ax: Axes) -> list[Axes]:
 
 def select(fop: FiccoOperator, hw: Hardware, rules: Rules = SHIPPED) -> tuple[str, dict]:
     """(schedule name, features) chosen from static sizes; always a legal schedule."""
+    check_fits(fop, hw)
     f = features(fop, hw)
     for cand in _fallbacks(rule_pick(f, rules)):
         if legality(fop, hw, cand) is None:

@@ -167,6 +167,21 @@ def parse_name(name: str) -> Axes:
     return Axes(comm, int(g), split, ex, int(p or 0), int(s or 1), loc != "ll")
 
 
+def check_fits(fop: FiccoOperator, hw: Hardware) -> None:
+    """One-line :class:`ConfigError` (naming the field) if ``fop`` cannot run on ``hw`` at all."""
+    kind = hw.topology.kind
+    if kind in ("mesh", "switch") and fop.gpus > hw.topology.gpus:
+        raise ConfigError(
+            f"gpus: {fop.gpus} GPUs exceed the {kind} of {hw.topology.gpus} GPUs of '{hw.name}'"
+        )
+    if fop.op == "moe" and kind == "ring":
+        raise ConfigError(
+            f"op: moe (all-to-all) is modelled on mesh and switch topologies only, '{hw.name}' is a ring"
+        )
+    if fop.op == "moe" and min(fop.expert_rows()) < 1:
+        raise ConfigError(f"m: {fop.m} rows leave an expert GPU without tokens")
+
+
 def granularities(n: int) -> list[int]:
     return sorted({1, n, 2 * n, 4 * n, n * n})
 

@@ -144,3 +144,16 @@ def test_contention_loss_vanishes_with_unlimited_hbm_and_dma(mi):
     assert e.contention_s == pytest.approx(0.0, abs=1e-12 + 1e-9 * e.time_s)
     e = LossModel(fop, mi).evaluate(parse_name("ficco-g8-M-cu"))
     assert e.contention_s > 0  # the CU kernel takes CUs away from the GEMM
+
+
+def test_ring_transfers_are_forwarded_hop_by_hop_closed_form():
+    hw = load_hardware("paper-80cu")  # ring
+    fop = FiccoOperator("ag-gemm", 4096, 512, 1024)
+    c = fop.m // 8 * fop.k * fop.eb
+    per = hw.link.latency_s + hw.compute.kernel_launch_s
+    t = _t(ficco_schedule(fop, hw, parse_name("shard-g8-M-cu"), mode="comm"))
+    assert t == pytest.approx(7 * (per + c / hw.link.bandwidth_Bps), rel=1e-9)
+    # ficco on a ring: 8 pipelined passes of c/8 bytes; the one outgoing link still carries 7c bytes
+    # (no bandwidth gain over shard) and pays 7 + 7 hop latencies on the critical path
+    t = _t(ficco_schedule(fop, hw, parse_name("ficco-g8-M-cu"), mode="comm"))
+    assert t == pytest.approx(7 * c / hw.link.bandwidth_Bps + (7 + 7) * per, rel=1e-9)

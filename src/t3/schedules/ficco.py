@@ -49,10 +49,9 @@ class Piece:
 
 # GEMM kernel selection. A GEMM library picks a smaller macro-tile when a GEMM has too few tiles to
 # fill the GPU; smaller tiles reuse each loaded operand fewer times and run at a lower fraction of
-# the matrix peak. Menu: (tile_m, tile_n, efficiency relative to the 256x256 tile). Unknown values
-# (calibrated so that the characterised 8-way M split of a 8192x8192x8192 GEMM loses ~5-15%, the
-# order of the decomposition losses reported for the FiCCO platform); tiles larger than the preset's
-# own macro-tile are not offered.
+# the matrix peak. Menu: (tile_m, tile_n, efficiency relative to the 256x256 tile). The relative
+# efficiencies are unknowns, chosen (not calibrated: no measured piece times are available); tiles
+# larger than the preset's own macro-tile are not offered. No stream-K / split-K kernels.
 TILE_MENU = ((256, 256, 1.0), (256, 128, 0.97), (128, 128, 0.9), (128, 64, 0.8), (64, 64, 0.6))
 # Speed knob: consecutive full waves of a GEMM plan are merged into at most this many wave ops
 # (first and last wave kept separate so the exposed first load and the tail quantization stay exact).

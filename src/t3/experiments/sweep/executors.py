@@ -178,7 +178,9 @@ class LocalPool:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+            # wait for the (short) batches in flight: a pool abandoned with wait=False races the
+            # interpreter's exit (its management thread writes to a closed pipe after Ctrl-C)
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
 

@@ -19,6 +19,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # one module per command; each registers itself on `app` (or on `reproduce_app`)
+    import t3.cli.reproduce_t3  # noqa: F401
     from t3.cli import presets, reproduce, run  # noqa: F401
 
 

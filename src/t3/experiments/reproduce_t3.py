@@ -484,6 +484,7 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
         "end_to_end": e2e,
         "sensitivity": sensitivity(plan, studies, results, have),
         "timeline": [results[task_id(t)] for t in studies["timeline"]],
+        "timeline_label": "{0} {2} TP {1}".format(*plan.timeline) if plan.timeline else "",
         "calibration": calibration.calibrated_parameters(hw, plan.models + plan.large_models),
     }
 

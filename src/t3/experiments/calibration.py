@@ -36,6 +36,7 @@ PARAMETERS: list[tuple[str, str]] = [
         "stage 1: sets the GEMM/RS time ratio that Ideal-GEMM-RS-Overlap speedups depend on",
     ),
     ("tokens", "stage 1: tokens per iteration of the T3-paper models (one shared value)"),
+    ("mca.intensity_scale", "stage 2: T3-MCA geomean/max"),
     ("mca.occupancy_threshold", "stage 2: T3-MCA geomean/max"),
     ("nmc.update_overhead", "stage 2: T3-MCA geomean/max"),
     ("dma.command_overhead_s", "stage 2: T3-MCA geomean/max"),
@@ -53,7 +54,9 @@ def calibrated_parameters(hw: Hardware, models: tuple[str, ...]) -> list[dict[st
         else:
             node: Any = data
             for p in path.split("."):
-                node = node[p]
+                node = node.get(p) if isinstance(node, dict) else None
+            if node is None:
+                continue  # a knob this hardware model does not have
             value = node
         out.append({"parameter": path, "value": value, "evidence": evidence})
     return out
@@ -71,10 +74,26 @@ STAGE1_GRID = {
     "compute.gemm_efficiency": tuple(round(0.5 + 0.05 * i, 2) for i in range(11)),
 }
 STAGE2_GRID = {
-    "mca.occupancy_threshold": (0.2, 0.4, 0.6, 0.8, 1.0),
-    "nmc.update_overhead": (1.0, 1.5, 2.0),
-    "dma.command_overhead_s": (0.0, 0.5e-6, 2e-6),
+    "mca.intensity_scale": (0.5, 1.0, 2.0, 4.0),
+    "nmc.update_overhead": (1.0, 1.25, 1.5, 2.0),
+    "dma.command_overhead_s": (0.0, 0.5e-6, 1e-6, 2e-6),
 }
+
+
+def _present(grid: dict[str, tuple]) -> dict[str, tuple]:
+    """The grid restricted to fields the hardware model has (the MCA model's knobs depend on it)."""
+    from t3.config.hardware import Hardware
+
+    out = {}
+    for k, v in grid.items():
+        if k == "tokens":
+            out[k] = v
+            continue
+        sec, _, name = k.partition(".")
+        model = Hardware.model_fields[sec].annotation
+        if name in model.model_fields:
+            out[k] = v
+    return out
 
 
 def _candidates(grid: dict[str, tuple]) -> list[dict[str, Any]]:
@@ -91,7 +110,7 @@ def search(stage: int, workers: int | None = None, progress: bool = True) -> lis
         if stage == 1
         else (STAGE2_GRID, "t3-mca", (0.30, 0.47))
     )
-    cands = _candidates(grid)
+    cands = _candidates(_present(grid))
     plans = []
     for c in cands:
         ov = {k: v for k, v in c.items() if k != "tokens"}

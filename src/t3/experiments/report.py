@@ -72,7 +72,7 @@ def render(doc: dict[str, Any], figures: list[str]) -> str:
         role = (
             "calibration target"
             if pub and pub.role == "target"
-            else ("published result" if pub else "not published")
+            else ("published result" if pub else "not in the reference")
         )
         a(
             f"| {label} | {pct(pub.value if pub else None, 0) if pub else '—'} | {pct(ours)} | {diff} | {role} |"

@@ -50,6 +50,22 @@ class Sweep:
     configs: tuple[str, ...] = COMPARED
 
 
+def _mca_sweep() -> Sweep:
+    """The MCA threshold sweep: the scale on the GEMM's measured intensity where the hardware model has
+    one (threshold = scale x first-stage HBM intensity), else the fixed occupancy threshold."""
+    from t3.config.hardware import Mca
+
+    if "intensity_scale" in Mca.model_fields:
+        return Sweep(
+            "mca_threshold", "MCA threshold scale (x GEMM first-stage HBM intensity)", "mca.intensity_scale",
+            (0.25, 0.5, 1.0, 2.0, 4.0), affects_baselines=False, configs=("t3-mca",),
+        )  # fmt: skip
+    return Sweep(
+        "mca_threshold", "MCA occupancy threshold", "mca.occupancy_threshold", (0.2, 0.4, 0.6, 0.8, 1.0),
+        affects_baselines=False, configs=("t3-mca",),
+    )  # fmt: skip
+
+
 DEFAULT_SWEEPS = (
     Sweep("link_bw", "link bandwidth (x preset)", "link.bandwidth_Bps", (0.5, 1.0, 2.0), relative=True),
     Sweep("cus", "compute units (x preset)", "compute.cus", (1.0, 2.0), relative=True),
@@ -61,14 +77,7 @@ DEFAULT_SWEEPS = (
         affects_baselines=False,
         configs=("t3", "t3-mca"),
     ),  # fmt: skip
-    Sweep(
-        "mca_threshold",
-        "MCA occupancy threshold",
-        "mca.occupancy_threshold",
-        (0.2, 0.4, 0.6, 0.8, 1.0),
-        affects_baselines=False,
-        configs=("t3-mca",),
-    ),  # fmt: skip
+    _mca_sweep(),
     Sweep("tokens", "tokens (batch x sequence)", "tokens", (2048, 4096, 8192, 16384)),
 )
 

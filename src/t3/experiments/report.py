@@ -61,6 +61,12 @@ def render(doc: dict[str, Any], figures: list[str]) -> str:
         a(f"> **WARNING: configurations not registered in this build: {', '.join(missing)}.** Every number "
           "that needs them is `n/a` below; none is estimated or filled in.")  # fmt: skip
         a("")
+    if doc.get("errors"):
+        a(f"> **WARNING: {len(doc['errors'])} simulation(s) failed; their configuration is left out of every "
+          "summary of that set (no partial geomeans).**")  # fmt: skip
+        for e in doc["errors"][:20]:
+            a(f"> - {e['model']} TP {e['tp']} {e['sublayer']} {e['config']}: {e['error']}")
+        a("")
     a("## Paper vs this reproduction")
     a("")
     a("| quantity | paper | ours | ours − paper | role |")
@@ -171,13 +177,22 @@ def render(doc: dict[str, Any], figures: list[str]) -> str:
         a("")
         a("| value | " + " | ".join(cols) + " |")
         a("|---|" + "---:|" * len(cols))
+        notes: list[str] = []
         for r in sw["rows"]:
-            a(
-                f"| {r['value']:g} | "
-                + " | ".join(pct(r.get(x, {}).get("geomean_speedup")) for x in cols)
-                + " |"
-            )
+            cells = []
+            for x in cols:
+                cell = r.get(x, {})
+                if cell.get("error"):
+                    notes.append(f"{sw['name']} = {r['value']:g}, {x}: {cell['error']}")
+                    cells.append(f"fails [{len(notes)}]")
+                else:
+                    cells.append(pct(cell.get("geomean_speedup")))
+            a(f"| {r['value']:g} | " + " | ".join(cells) + " |")
         a("")
+        for i, n in enumerate(notes, 1):
+            a(f"[{i}] {n}  ")
+        if notes:
+            a("")
     a("## Calibrated parameters")
     a("")
     a("Calibrated on the two published target pairs only (see `docs/calibration.md`); every other number "

@@ -226,6 +226,19 @@ def unique_tasks(studies: dict[str, list[dict]]) -> list[dict]:
 
 # ---- workers (module level: picklable) ------------------------------------------------------
 def execute(task: dict) -> dict:
+    """Run one task. A configuration that rejects its input (a ``T3Error``, e.g. a tracker too small
+    for one wave) or cannot progress returns ``{"error": message}``: the summary reports it, never
+    a number."""
+    from t3.errors import T3Error
+    from t3.sim.engine import DeadlockError
+
+    try:
+        return _execute(task)
+    except (T3Error, DeadlockError) as err:
+        return {"error": f"{type(err).__name__}: {err}"}
+
+
+def _execute(task: dict) -> dict:
     kind = task["kind"]
     if kind == "run":
         from t3.experiments.parallel import run_point
@@ -311,8 +324,23 @@ def _stats(xs: Sequence[float]) -> dict[str, float | None]:
     return {"geomean_speedup": geomean_speedup(xs), "max_speedup": max(xs)}
 
 
+def _errors(study: list[dict], results: dict[str, dict]) -> list[dict]:
+    return [
+        {k: t["point"][k] for k in ("model", "tp", "sublayer", "config")}
+        | {"overrides": t["point"]["hw_overrides"], "error": results[task_id(t)]["error"]}
+        for t in study
+        if "error" in results[task_id(t)]
+    ]
+
+
 def _point_records(plan: Plan, study: list[dict], results: dict[str, dict]) -> list[dict]:
-    recs = [dict(t["point"], **results[task_id(t)]) for t in study]
+    """Records of a study with speedups; a configuration with any failed point is left out entirely
+    (its failures are in :func:`_errors`) so that no summary is computed over a partial set."""
+    bad = {t["point"]["config"] for t in study if "error" in results[task_id(t)]}
+    if "sequential" in bad:
+        e = next(x for x in _errors(study, results) if x["config"] == "sequential")
+        raise RuntimeError(f"sequential baseline failed at {e}")
+    recs = [dict(t["point"], **results[task_id(t)]) for t in study if t["point"]["config"] not in bad]
     seq = {(r["model"], r["tp"], r["sublayer"]): r["time_s"] for r in recs if r["config"] == "sequential"}
     out = []
     for r in recs:
@@ -437,7 +465,8 @@ def sensitivity(plan: Plan, studies, results, have: list[str]) -> list[dict]:
             base_ov, base_tok = (ov, tok) if sw.affects_baselines else ({}, None)
             row: dict[str, Any] = {"value": v, "overrides": ov or ({"tokens": tok} if tok else {})}
             for c in [c for c in sw.configs if c in have]:
-                sp = []
+                sp: list[float] = []
+                errs: list[str] = []
                 for m in plan.models:
                     for tp in plan.tps:
                         for s in plan.sublayers:
@@ -445,8 +474,14 @@ def sensitivity(plan: Plan, studies, results, have: list[str]) -> list[dict]:
                                 task_id(_run_task(m, tp, s, "sequential", plan, base_tok, base_ov))
                             ]
                             t_c = results[task_id(_run_task(m, tp, s, c, plan, tok, ov))]
+                            err = t_c.get("error") or t_seq.get("error")
+                            if err:
+                                errs.append(err)
+                                continue
                             sp.append(t_seq["time_s"] / t_c["time_s"] - 1.0)
-                row[key(c)] = _stats(sp)
+                row[key(c)] = _stats([] if errs else sp)
+                if errs:
+                    row[key(c)]["error"] = errs[0]
             rows.append(row)
         out.append({"name": sw.name, "label": sw.label, "field": sw.field, "relative": sw.relative,
                     "configs": [key(c) for c in sw.configs], "missing": [c for c in sw.configs if c not in have],
@@ -460,6 +495,7 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
     have, missing = available(plan.configs)
     points = _point_records(plan, studies["main"], results)
     large = _point_records(plan, studies["large"], results) if studies["large"] else []
+    errors = _errors(studies["main"] + studies["large"] + studies["timeline"], results)
     summary: dict[str, Any] = {}
     for c in COMPARED:
         summary[key(c)] = _stats([p["speedup"] for p in points if p["config"] == c])
@@ -469,7 +505,8 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
     }
     dm = data_movement(points)
     summary["data_movement_reduction"] = {"geomean": dm["geomean"], "max": dm["max"]}
-    e2e = end_to_end(plan, studies, results, points, have)
+    ran = [c for c in have if any(p["config"] == c for p in points)]
+    e2e = end_to_end(plan, studies, results, points, ran)
     summary["end_to_end"] = {ph: e2e[ph] for ph in endtoend.PHASE_SUBLAYERS}
     summary["concurrent"] = concurrent_summary(plan, studies, results, points)
     hw = load_hardware(plan.hardware, plan.hw_overrides or None)
@@ -477,6 +514,7 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
         "hardware": plan.hardware,
         "hw_overrides": dict(plan.hw_overrides),
         "configs": {"registered": have, "missing": missing},
+        "errors": errors,
         "definitions": {
             "speedup": "T_sequential / T_config - 1 (fraction; 0.30 = 30%)",
             "geomean_speedup": "geomean(1 + speedup) - 1 over the set",
@@ -492,7 +530,7 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
         "data_movement": dm["per_point"],
         "end_to_end": e2e,
         "sensitivity": sensitivity(plan, studies, results, have),
-        "timeline": [results[task_id(t)] for t in studies["timeline"]],
+        "timeline": [results[task_id(t)] for t in studies["timeline"] if "error" not in results[task_id(t)]],
         "timeline_label": "{0} {2} TP {1}".format(*plan.timeline) if plan.timeline else "",
         "calibration": calibration.calibrated_parameters(hw, plan.models + plan.large_models),
     }

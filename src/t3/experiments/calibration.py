@@ -5,8 +5,8 @@ Few knobs on few numbers (``docs/calibration.md``):
 - stage 1 (baselines only): link per-direction bandwidth (the paper's "150 GB/s bidirectional" read
   as 75 or 150 GB/s each way), tokens per iteration of the T3-paper models, and the GEMM's sustained
   fraction of tensor peak, against Ideal-GEMM-RS-Overlap 35 % geomean / 50 % max;
-- stage 2 (T3 mechanism): MCA occupancy threshold, NMC update cost and DMA command overhead, against
-  T3-MCA 30 % geomean / 47 % max, with the stage-1 values fixed.
+- stage 2 (T3 mechanism): MCA threshold cap and starvation bound, NMC update cost and DMA command
+  overhead, against T3-MCA 30 % geomean / 47 % max, with the stage-1 values fixed.
 
 The search is an exhaustive grid; the loss of a candidate is the larger of its geomean error in units
 of the ±3 pp tolerance and its max error in units of the ±5 pp tolerance. Run it with
@@ -36,8 +36,12 @@ PARAMETERS: list[tuple[str, str]] = [
         "stage 1: sets the GEMM/RS time ratio that Ideal-GEMM-RS-Overlap speedups depend on",
     ),
     ("tokens", "stage 1: tokens per iteration of the T3-paper models (one shared value)"),
-    ("mca.intensity_scale", "stage 2: T3-MCA geomean/max"),
-    ("mca.occupancy_threshold", "stage 2: T3-MCA geomean/max"),
+    (
+        "mca.intensity_scale",
+        "not a knob: the paper sets the threshold from the GEMM's measured intensity (1.0)",
+    ),
+    ("mca.occupancy_threshold", "stage 2: T3-MCA geomean/max (cap of the threshold)"),
+    ("mca.starvation_share", "stage 2: T3-MCA geomean/max (starvation bound)"),
     ("nmc.update_overhead", "stage 2: T3-MCA geomean/max"),
     ("dma.command_overhead_s", "stage 2: T3-MCA geomean/max"),
     ("hbm.efficiency", "not calibrated: typical sustained HBM2 fraction (80-92 %)"),
@@ -73,10 +77,13 @@ STAGE1_GRID = {
     "tokens": (4096, 8192, 12288, 16384),
     "compute.gemm_efficiency": tuple(round(0.5 + 0.05 * i, 2) for i in range(11)),
 }
+# mca.intensity_scale is not a knob here: the paper sets the threshold *from* the GEMM's measured
+# first-stage intensity (scale 1); its effect is shown by the sensitivity sweep instead.
 STAGE2_GRID = {
-    "mca.intensity_scale": (0.5, 1.0, 2.0, 4.0),
-    "nmc.update_overhead": (1.0, 1.25, 1.5, 2.0),
-    "dma.command_overhead_s": (0.0, 0.5e-6, 1e-6, 2e-6),
+    "mca.occupancy_threshold": (0.6, 0.8, 1.0),
+    "mca.starvation_share": (0.02, 0.05, 0.1),
+    "nmc.update_overhead": (1.0, 1.5, 2.0),
+    "dma.command_overhead_s": (0.0, 0.5e-6, 2e-6),
 }
 
 
@@ -117,7 +124,7 @@ def search(stage: int, workers: int | None = None, progress: bool = True) -> lis
         plans.append(
             r.Plan(
                 large_models=(), comm_cus=(), sweeps=(), timeline=None, tokens=c.get("tokens"),
-                configs=("sequential", config), hw_overrides=ov,
+                configs=("sequential", config) + (("t3",) if stage == 2 else ()), hw_overrides=ov,
             )
         )  # fmt: skip
     studies = [r.build_tasks(p) for p in plans]
@@ -129,10 +136,42 @@ def search(stage: int, workers: int | None = None, progress: bool = True) -> lis
     for c, p, s in zip(cands, plans, studies, strict=True):
         pts = r._point_records(p, s["main"], results)
         st = r._stats([q["speedup"] for q in pts if q["config"] == config])
-        rows.append({**c, "geomean": st["geomean_speedup"], "max": st["max_speedup"],
-                     "loss": _loss(st["geomean_speedup"], st["max_speedup"], target)})  # fmt: skip
+        row = {**c, "geomean": st["geomean_speedup"], "max": st["max_speedup"],
+               "loss": _loss(st["geomean_speedup"], st["max_speedup"], target)}  # fmt: skip
+        if stage == 2:
+            # qualitative result of the paper used as a constraint: MCA recovers T3's loss to contention,
+            # it never makes T3 slower. A candidate whose T3-MCA geomean is below T3's is rejected.
+            t3 = r._stats([q["speedup"] for q in pts if q["config"] == "t3"])["geomean_speedup"]
+            row["t3_geomean"] = t3
+            if t3 is not None and row["geomean"] is not None and row["geomean"] < t3 - 1e-9:
+                row["loss"] = float("inf")
+        rows.append(row)
     rows.sort(key=lambda x: x["loss"])
     return rows
+
+
+# Values before calibration (preset comments: typical or natural readings). Knobs the targets cannot
+# identify keep them (see :func:`choose`).
+PRIORS: dict[str, Any] = {
+    "link.bandwidth_Bps": 75e9,  # "150 GB/s bidirectional" read as 75 GB/s each way
+    "tokens": 12288,  # B = 12 x SL = 1024 of a later re-implementation (8B GPT, H = 3072)
+    "compute.gemm_efficiency": 0.8,
+    "mca.intensity_scale": 1.0,  # threshold = the GEMM's measured first-stage intensity
+    "mca.occupancy_threshold": 0.8,
+    "mca.starvation_share": 0.05,
+    "nmc.update_overhead": 1.0,  # bank read-modify-write hidden behind the channel write
+    "dma.command_overhead_s": 0.5e-6,
+}
+RESOLUTION = 0.05  # loss differences below this (tolerance units, ~0.15 pp) are not evidence
+
+
+def choose(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The chosen candidate: among rows within :data:`RESOLUTION` of the best loss, the one that moves
+    the fewest knobs away from :data:`PRIORS`, then the lowest loss."""
+    best = rows[0]["loss"]
+    near = [x for x in rows if x["loss"] <= best + RESOLUTION]
+    knobs = [k for k in rows[0] if k in PRIORS]
+    return min(near, key=lambda x: (sum(x[k] != PRIORS[k] for k in knobs), x["loss"]))
 
 
 def main() -> None:
@@ -143,11 +182,15 @@ def main() -> None:
     ap.add_argument("--json", default=None, help="write every row to this file")
     a = ap.parse_args()
     rows = search(a.stage, a.workers)
-    keys = [k for k in rows[0] if k not in ("geomean", "max", "loss")]
+    keys = [k for k in rows[0] if k not in ("geomean", "max", "loss", "t3_geomean")]
     print(" | ".join([*keys, "geomean speedup (%)", "max speedup (%)", "loss (tolerance units)"]))
     for row in rows[: a.top]:
         print(" | ".join([*(f"{row[k]:g}" for k in keys), f"{100 * row['geomean']:.1f}",
                           f"{100 * row['max']:.1f}", f"{row['loss']:.2f}"]))  # fmt: skip
+    ch = choose(rows)
+    print("chosen (fewest knobs moved from the priors within the loss resolution): "
+          + ", ".join(f"{k} = {ch[k]:g}" for k in keys if k in PRIORS)
+          + f" -> geomean {100 * ch['geomean']:.1f} %, max {100 * ch['max']:.1f} %, loss {ch['loss']:.2f}")  # fmt: skip
     if a.json:
         with open(a.json, "w") as f:
             json.dump(rows, f, indent=1)

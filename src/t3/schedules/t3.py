@@ -70,6 +70,17 @@ def _pieces(segs, p: int, q: int, cut: bool) -> list[Piece]:
     return out
 
 
+FUNCTIONAL_CONFIGS = ("t3", "t3-mca")
+
+
+def require_functional(config: str) -> None:
+    """Functional mode (values carried through the schedule) exists for the T3 configurations only."""
+    if config not in FUNCTIONAL_CONFIGS:
+        raise ConfigError(
+            f"functional: configuration '{config}' has no functional mode (available: {', '.join(FUNCTIONAL_CONFIGS)})"
+        )
+
+
 class T3Builder:
     """Builds the fused GEMM + RS (+ AG) schedule of a T3 configuration."""
 
@@ -176,11 +187,12 @@ class T3Builder:
                     opens[w1] += tr.entries_for(hi - lo)
         tr.check_fits(max(opens, default=0))
         stores_prev: list[tuple[int, str]] = []
+        stage_ops: list[list[int]] = [[] for _ in range(self.n)]
         for w in plan.waves:
             load_deps = [] if w.index == 0 else [(g, f"gemm.L{w.index - 1}")]
             if w.index >= 2:
                 load_deps.append((g, f"gemm.C{w.index - 2}"))
-            b.add(
+            lo = b.add(
                 g, f"gemm.L{w.index}", kind="gemm-load", cat="gemm", work=[(hbm, w.read_bytes)],
                 delay_s=hw.compute.kernel_launch_s if w.index == 0 else 0.0,
                 deps=load_deps, traffic={"gemm_read": w.read_bytes},
@@ -196,6 +208,8 @@ class T3Builder:
                 work=[(cu, w.compute_s * w.cus_used), (hbm, local)], caps=[(cu, float(w.cus_used))],
                 deps=cdeps, traffic={"gemm_write": local}, acquire=acquire,
             )  # fmt: skip
+            for pos, _, _ in w.segments:
+                stage_ops[pos] += [lo.id, o.id]
             if fn is not None:
                 segs = [(order[pos], a, e) for pos, a, e in w.segments if pos not in remote_pos]
                 o.on_finish = lambda g=g, segs=segs: fn.local_writes(g, segs)
@@ -203,6 +217,9 @@ class T3Builder:
             for p in remote_pos:
                 _, _, pieces, _ = self.outgoing(g, p)
                 stores_prev += [(g, f"rs.{p}.{i}") for i, pc in enumerate(pieces) if pc[0] == w.index]
+        spans = b.meta.setdefault("trace_spans", [])
+        for p, ids in enumerate(stage_ops):
+            spans.append((g, "GEMM stages", f"stage {p + 1}: chunk {order[p]} ({kinds[p]})", ids))
 
     def _updates(self, g: int, p: int) -> None:
         b, hw, fn, tr = self.b, self.hw, self.fn, self.tracker

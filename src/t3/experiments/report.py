@@ -88,6 +88,29 @@ def render(doc: dict[str, Any], figures: list[str]) -> str:
     for k, p in PUBLISHED.items():
         a(f"- `{k}` = {100 * p.value:g} %: {p.source}")
     a("")
+    ob = doc.get("observations", {})
+    if ob:
+        a("## Qualitative results of the paper, checked point by point")
+        a("")
+        n = ob["points"]
+
+        def lst(xs: list[str]) -> str:
+            return f"{len(xs)} of {n}" + (
+                f" ({', '.join(xs[:8])}{', ...' if len(xs) > 8 else ''})" if xs else ""
+            )
+
+        if "t3_mca_faster_than_t3" in ob:
+            a(f"- MCA recovers contention (paper: large FC sublayers): T3-MCA faster than T3 at "
+              f"{lst(ob['t3_mca_faster_than_t3'])}; slower at {lst(ob['t3_mca_slower_than_t3'])}.")  # fmt: skip
+        if "t3_mca_at_or_above_ideal" in ob:
+            gaps = ob["t3_mca_gap_to_ideal_pp"]
+            worst = max(gaps, key=gaps.get)
+            a(f"- T3-MCA at or above Ideal-GEMM-RS-Overlap (paper: often on OP, thanks to NMC): "
+              f"{lst(ob['t3_mca_at_or_above_ideal'])}; largest gap below ideal {gaps[worst]:.1f} pp ({worst}).")  # fmt: skip
+        if "ideal_rs_nmc_equals_ideal" in ob:
+            a(f"- Ideal-RS+NMC equal to Ideal-GEMM-RS-Overlap (NMC cannot speed a link-bound RS): "
+              f"{lst(ob['ideal_rs_nmc_equals_ideal'])}.")  # fmt: skip
+        a("")
     c = s["concurrent"]
     a("## Motivation: GEMM and all-reduce as concurrent kernels")
     a("")

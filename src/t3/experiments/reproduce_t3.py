@@ -489,6 +489,33 @@ def sensitivity(plan: Plan, studies, results, have: list[str]) -> list[dict]:
     return out
 
 
+def observations(points: list[dict]) -> dict[str, Any]:
+    """Facts the paper states qualitatively, checked point by point (main + large sets)."""
+
+    def name(k: tuple) -> str:
+        return f"{k[0]} TP {k[1]} {k[2]}"
+
+    t3, mca = _by(points, "t3"), _by(points, "t3-mca")
+    ideal, nmc = _by(points, "ideal-gemm-rs-overlap"), _by(points, "ideal-rs-nmc")
+    out: dict[str, Any] = {}
+    if t3 and mca:
+        out["t3_mca_slower_than_t3"] = [name(k) for k in mca if mca[k]["time_s"] > t3[k]["time_s"] * 1.001]
+        out["t3_mca_faster_than_t3"] = [name(k) for k in mca if mca[k]["time_s"] < t3[k]["time_s"] / 1.001]
+    if mca and ideal:
+        out["t3_mca_at_or_above_ideal"] = [
+            name(k) for k in mca if mca[k]["speedup"] >= ideal[k]["speedup"] - 1e-3
+        ]
+        out["t3_mca_gap_to_ideal_pp"] = {
+            name(k): 100 * (ideal[k]["speedup"] - mca[k]["speedup"]) for k in mca
+        }
+    if nmc and ideal:
+        out["ideal_rs_nmc_equals_ideal"] = [
+            name(k) for k in nmc if abs(nmc[k]["time_s"] - ideal[k]["time_s"]) <= 1e-9 * ideal[k]["time_s"]
+        ]
+    out["points"] = len(_by(points, "sequential"))
+    return out
+
+
 def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dict]) -> dict[str, Any]:
     from t3.experiments import calibration
 
@@ -528,6 +555,7 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
         "points": points,
         "large_points": large,
         "data_movement": dm["per_point"],
+        "observations": observations(points + large),
         "end_to_end": e2e,
         "sensitivity": sensitivity(plan, studies, results, have),
         "timeline": [results[task_id(t)] for t in studies["timeline"] if "error" not in results[task_id(t)]],

@@ -38,7 +38,7 @@ def reproduce_t3(
     if json_file is not None:
         json_file.parent.mkdir(parents=True, exist_ok=True)
         json_file.write_text(text + "\n")
-    figs = [] if no_figures else figures.make_all(doc, out)
+    figs = [] if no_figures else figures.make_all(doc, out, workers=workers)
     (out / "report.md").write_text(report.render(doc, figs) + "\n")
     c = Console()
     s = doc["summary"]

@@ -140,14 +140,22 @@ def sensitivity(sweeps: list[dict], path: Path) -> str:
         xs = [r["value"] for r in sw["rows"]]
         for c in COMPARED:
             k = key(c)
-            ys = [r.get(k, {}).get("geomean_speedup") for r in sw["rows"]]
-            if all(y is not None for y in ys) and ys:
-                ax.plot(xs, [100 * y for y in ys], marker="o", label=c, color=COLORS.get(c))
+            pts = [(x, r.get(k, {}).get("geomean_speedup")) for x, r in zip(xs, sw["rows"], strict=True)]
+            pts = [(x, y) for x, y in pts if y is not None]
+            if pts:
+                ax.plot(
+                    [x for x, _ in pts], [100 * y for _, y in pts], marker="o", label=c, color=COLORS.get(c)
+                )
+            failed = [x for x, r in zip(xs, sw["rows"], strict=True) if r.get(k, {}).get("error")]
+            for x in failed:
+                ax.axvline(x, color=COLORS.get(c), ls=":", lw=0.8)
         if sw["field"] in ("tracker.entries", "tokens"):
             ax.set_xscale("log", base=2)
         ax.set_xlabel(sw["label"], fontsize=8)
         ax.set_ylabel("geomean speedup (%)", fontsize=8)
         miss = f"\nnot registered: {', '.join(sw['missing'])}" if sw["missing"] else ""
+        if any(v.get("error") for r in sw["rows"] for v in r.values() if isinstance(v, dict)):
+            miss += "\ndotted: configuration fails at this value (see report)"
         ax.set_title(sw["name"] + miss, fontsize=8)
         if ax.lines:
             ax.legend(fontsize=6)

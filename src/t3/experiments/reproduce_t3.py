@@ -48,6 +48,7 @@ class Sweep:
     relative: bool = False  # values multiply the preset's value
     affects_baselines: bool = True  # False: sequential/ideal are unchanged (T3-only knobs)
     configs: tuple[str, ...] = COMPARED
+    also: tuple[str, ...] = ()  # (relative sweeps) fields scaled by the same factor
 
 
 def _mca_sweep() -> Sweep:
@@ -68,7 +69,21 @@ def _mca_sweep() -> Sweep:
 
 DEFAULT_SWEEPS = (
     Sweep("link_bw", "link bandwidth (x preset)", "link.bandwidth_Bps", (0.5, 1.0, 2.0), relative=True),
-    Sweep("cus", "compute units (x preset)", "compute.cus", (1.0, 2.0), relative=True),
+    Sweep(
+        "cus",
+        "compute units and tracker entries (x preset)",
+        "compute.cus",
+        (1.0, 2.0),
+        relative=True,
+        also=("tracker.entries",),
+    ),  # fmt: skip
+    Sweep(
+        "cus_fixed_tracker",
+        "compute units (x preset), tracker fixed",
+        "compute.cus",
+        (1.0, 2.0),
+        relative=True,
+    ),
     Sweep(
         "tracker_entries",
         "tracker entries",
@@ -156,8 +171,12 @@ def sweep_overrides(plan: Plan, sw: Sweep, value: Any) -> tuple[dict, int | None
     if sw.field == "tokens":
         return {}, int(value)
     hw = load_hardware(plan.hardware, plan.hw_overrides or None)
-    v = value * _get(hw.model_dump(), sw.field) if sw.relative else value
-    return {sw.field: _cast(hw, sw.field, v)}, None
+    d = hw.model_dump()
+    v = value * _get(d, sw.field) if sw.relative else value
+    out = {sw.field: _cast(hw, sw.field, v)}
+    for f in sw.also:
+        out[f] = _cast(hw, f, value * _get(d, f))
+    return out, None
 
 
 def build_tasks(plan: Plan) -> dict[str, list[dict]]:

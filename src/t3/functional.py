@@ -10,7 +10,8 @@ output buffer. Ops call the hooks below from the engine (``Op.on_start`` / ``Op.
   it finishes, so a DMA that fired before its tiles were complete leaves a wrong sum behind.
 
 :meth:`FunctionalRun.check` compares each GPU's owned chunk with a numpy reduce-scatter of the
-per-GPU partial products; with integer data the match must be exact. ``fault`` ("drop" or
+per-GPU partial products; with integer data the match must be exact. Values are integers stored
+in float64 (BLAS matmuls; every partial sum is far below 2^53, so arithmetic is exact). ``fault`` ("drop" or
 "duplicate") loses or repeats the first update that arrives anywhere: a test-only knob showing the
 check detects it.
 """
@@ -45,7 +46,7 @@ class FunctionalRun:
         self.B = [
             rng.integers(-value_range, value_range + 1, (s.k, s.n)).astype(np.int64) for _ in range(n_gpus)
         ]
-        self.buf = [np.zeros((s.m, s.n), dtype=np.int64) for _ in range(n_gpus)]
+        self.buf = [np.zeros((s.m, s.n), dtype=np.float64) for _ in range(n_gpus)]
         self.fault = fault
         self._fault_armed = fault is not None
         self._snap: dict[tuple[int, str], list[np.ndarray]] = {}
@@ -90,13 +91,13 @@ class FunctionalRun:
         """Compare every GPU's owned chunk (``owned[g]``) with the reference reduce-scatter."""
         ref = self.reference()
         rows = self.plan.chunk_rows
-        mism, err = 0, 0
+        mism, err = 0, 0.0
         for g, c in sorted(owned.items()):
             got = self.buf[g][c * rows : (c + 1) * rows]
             want = ref[c * rows : (c + 1) * rows]
             d = np.abs(got - want)
             mism += int(np.count_nonzero(d))
-            err = max(err, int(d.max()) if d.size else 0)
+            err = max(err, float(d.max()) if d.size else 0.0)
         return {
             "checked": True,
             "gpus": len(owned),

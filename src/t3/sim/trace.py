@@ -68,13 +68,18 @@ def trace_events(results: list[Result], labels: list[str] | None = None) -> list
             ev.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": f"{label}: GPU {g}"}})
             ev.append({"name": "process_sort_index", "ph": "M", "pid": pid, "args": {"sort_index": pid}})
         tid = _Tracks(ev, pid_of)
+        spans: dict[tuple[int, str], list[tuple[float, float, int]]] = {}
+        span_names = []
         for g, track, name, ids in sched.meta.get("trace_spans", []):
-            if g not in pid_of or not ids:
-                continue
-            s = min(res.start[i] for i in ids)
-            e = max(res.end[i] for i in ids)
-            ev.append({"name": name, "cat": "span", "ph": "X", "ts": s * US, "dur": (e - s) * US,
-                       "pid": pid_of[g], "tid": tid(g, track, 0)})  # fmt: skip
+            if g in pid_of and ids:
+                s, e = min(res.start[i] for i in ids), max(res.end[i] for i in ids)
+                spans.setdefault((g, track), []).append((s, e, len(span_names)))
+                span_names.append(name)
+        for (g, track), iv in spans.items():
+            lanes = _lanes(iv)
+            for s, e, k in iv:
+                ev.append({"name": span_names[k], "cat": "span", "ph": "X", "ts": s * US, "dur": (e - s) * US,
+                           "pid": pid_of[g], "tid": tid(g, track, lanes[k])})  # fmt: skip
         groups: dict[tuple[int, str], list[tuple[float, float, int]]] = {}
         for op in sched.ops:
             groups.setdefault((op.gpu, op.kind), []).append((res.start[op.id], res.end[op.id], op.id))

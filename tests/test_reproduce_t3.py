@@ -98,11 +98,13 @@ def test_concurrent_ideal_ratio(doc):
 
 
 def test_timeline_integrates_to_dram_bytes(doc):
-    seq = {p["sublayer"]: p for p in doc["points"] if p["config"] == "sequential"}
-    tl = [t for t in doc["timeline"] if t["config"] == "sequential"][0]
-    total = sum(sum(v) for v in tl["series_Bps"].values()) * tl["bin_s"]
-    assert total == pytest.approx(sum(seq["fc2"]["dram_bytes"].values()), rel=1e-9)
-    assert set(tl["series_Bps"]) == {"gemm", "rs", "ag"}
+    """HBM bandwidth over time, integrated, is the point's DRAM bytes (every configuration traced)."""
+    pts = {p["config"]: p for p in doc["points"] if p["sublayer"] == "fc2"}
+    assert {t["config"] for t in doc["timeline"]} == {c for c in ("sequential", "t3", "t3-mca") if c in pts}
+    for tl in doc["timeline"]:
+        total = sum(sum(v) for v in tl["series_Bps"].values()) * tl["bin_s"]
+        assert total == pytest.approx(sum(pts[tl["config"]]["dram_bytes"].values()), rel=1e-9)
+        assert {"gemm", "rs", "ag"} <= set(tl["series_Bps"])
 
 
 def test_sensitivity_rows(doc):
@@ -198,3 +200,19 @@ def test_cli_bad_hardware_one_line():
         [sys.executable, "-m", "t3", "reproduce", "t3", "--hw", "nope"], capture_output=True, text=True
     )
     assert p.returncode == 2 and "unknown preset 'nope'" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_cli_quick_writes_report_json(tmp_path):
+    out, js = tmp_path / "out", tmp_path / "x" / "t3.json"
+    p = subprocess.run(
+        [sys.executable, "-m", "t3", "reproduce", "t3", "--quick", "--no-figures", "--workers", "1",
+         "--out", str(out), "--json", str(js)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    d = json.loads(js.read_text())
+    assert d == json.loads((out / "t3.json").read_text())
+    assert {p["tp"] for p in d["points"]} == {8} and not d["large_points"]
+    text = (out / "report.md").read_text()
+    assert "| Ideal-GEMM-RS-Overlap, geomean | 35 % |" in text
+    assert "geomean" in p.stdout and "%" in p.stdout

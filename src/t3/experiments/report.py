@@ -225,7 +225,14 @@ def render(doc: dict[str, Any], figures: list[str]) -> str:
     a("|---|---|---|")
     for p in doc["calibration"]:
         v = p["value"]
-        vs = ", ".join(f"{k}: {x}" for k, x in v.items()) if isinstance(v, dict) else f"{v:g}"
+        if isinstance(v, dict):
+            vs = ", ".join(f"{k}: {x}" for k, x in v.items())
+        elif p["parameter"].endswith("_Bps"):
+            vs = f"{v / 1e9:g} GB/s"
+        elif p["parameter"].endswith("_s"):
+            vs = f"{v * 1e6:g} µs"
+        else:
+            vs = f"{v:g}"
         a(f"| `{p['parameter']}` | {vs} | {p['evidence']} |")
     a("")
     if figures:

@@ -87,7 +87,8 @@ def dram_stacked(points: list[dict], path: Path, missing: list[str]) -> str:
     if "t3-mca" in missing:
         t += " — T3-MCA NOT REGISTERED (Sequential only)"
     ax.set_title(t, fontsize=9)
-    ax.legend(fontsize=7, ncol=6, loc="lower right")
+    ax.set_ylim(0, 1.22)
+    ax.legend(fontsize=7, ncol=6, loc="upper center")
     return _save(fig, path)
 
 
@@ -126,7 +127,9 @@ def end_to_end(e2e: dict[str, Any], path: Path) -> str:
     ax.set_xticks(range(len(combos)), [f"{SHORT.get(m, m)} TP{tp}" for m, tp in combos], fontsize=8)
     ax.set_ylabel("end-to-end speedup (%)")
     cfg = rows[0]["config"] if rows else "none"
-    ax.set_title(f"End-to-end (Amdahl) projection, {cfg}; bars: attention 40-45 % of time", fontsize=9)
+    ax.set_title(
+        f"End-to-end (Amdahl) projection, {cfg}; error bars: attention 40-45 % of the layer time", fontsize=9
+    )
     ax.legend(fontsize=8)
     return _save(fig, path)
 

@@ -53,6 +53,7 @@ def test_any_interleaving_reduces_exactly(config, tp, m_per, n, k, cus, tile, se
     f = out.extra["functional"]
     assert f["checked"] and f["gpus"] == tp
     assert f["mismatches"] == 0 and f["max_abs_error"] == 0.0
+    assert f["tiles_with_wrong_update_count"] == 0
     # every tile of every non-owned chunk travelled exactly once per hop: (N-1) chunks' worth of updates
     assert out.dram_bytes["rs_write"] == pytest.approx(m_per * tp * n * 2 * (tp - 1) / tp)
 
@@ -65,8 +66,20 @@ def test_dropped_or_duplicated_update_is_detected(fault, config, hw, over, tp):
     out = _run(config, tp, 8, 6, 3, hw=hw, over=over, functional_fault=fault)
     f = out.extra["functional"]
     assert f["mismatches"] > 0 and f["max_abs_error"] > 0
+    assert f["tiles_with_wrong_update_count"] > 0
     clean = _run(config, tp, 8, 6, 3, hw=hw, over=over)
     assert clean.extra["functional"]["mismatches"] == 0
+
+
+def test_column_chunks_functional():
+    """M/N shorter than a tile: chunks along the output columns (transposed plan), still exact."""
+    from t3.schedules.t3 import staggered_plan
+
+    hwc = load_hardware("paper-80cu", SMALL)
+    op = Operator("x", "fc2", "forward", 4, 8, GemmShape(8, 32, 5))
+    assert staggered_plan(op, hwc)[1]
+    out = get_config("t3").run(op, hwc, RunOptions(functional=True, seed=3, jitter=0.4))
+    assert out.extra["chunks"] == "columns" and out.extra["functional"]["mismatches"] == 0
 
 
 def test_direct_mapping_functional_all_tp():
@@ -153,3 +166,17 @@ def test_cli_mismatch_is_nonzero_exit(tmp_path, monkeypatch):
     r = CliRunner().invoke(app, ["run", "--config", "t3", "--model", str(model), "--tp", "4", "--functional"])
     assert r.exit_code == 1
     assert "functional check failed" in r.output
+
+
+def test_dma_without_its_upstream_dependency_is_detected(monkeypatch):
+    """Mutation: DMAs that do not wait for the upstream update fire on partial sums -> mismatches."""
+    import t3.schedules.t3 as t3mod
+
+    orig = t3mod.T3Builder.incoming
+
+    def no_upstream(self, g, p, lo, hi):
+        return [] if p < self.n - 1 else orig(self, g, p, lo, hi)
+
+    monkeypatch.setattr(t3mod.T3Builder, "incoming", no_upstream)
+    out = _run("t3", 4, 8, 10, 6, seed=1, jitter=0.5)
+    assert out.extra["functional"]["mismatches"] > 0

@@ -10,6 +10,7 @@ from t3.errors import ConfigError, ScheduleError
 from t3.hardware import AddressMap, McaPolicy, direct_rs_maps, mca_threshold, ring_rs_maps, stagger_order
 from t3.ops.gemm import plan_gemm
 from t3.schedules import RunOptions, get_config
+from t3.schedules.t3 import staggered_plan
 from t3.workload import get_model, sublayer_operator
 
 MESH_NMC = {"nmc.present": True}  # MI300X has no NMC; the direct-RS mapping is tested on its mesh with it
@@ -78,12 +79,12 @@ def test_symmetric_equals_all_gpus(config, hw_name, tp, over):
 
 
 @pytest.mark.parametrize("config", ["t3", "t3-mca"])
-@pytest.mark.parametrize("tp", [2, 4, 8])
-def test_bytes_match_closed_forms(config, tp):
+@pytest.mark.parametrize("model,tp", [("t-nlg", 2), ("t-nlg", 4), ("t-nlg", 8), ("gpt-3", 32)])
+def test_bytes_match_closed_forms(config, model, tp):
     """Ring T3 per GPU: GEMM writes S (S/N remote), DMA reads (N-2)/N S, NMC updates (N-1)/N S,
     link (N-1)/N S for the RS plus (N-1)/N S for the AG; tracker triggers = (N-2) x tiles per chunk."""
     hw = load_hardware("paper-80cu")
-    op = _op(tp=tp)
+    op = _op(model=model, tp=tp)
     out = get_config(config).run(op, hw, RunOptions())
     s, n = op.comm_bytes, tp
     d = out.dram_bytes
@@ -93,7 +94,9 @@ def test_bytes_match_closed_forms(config, tp):
     assert d["rs_write"] == pytest.approx(s * (n - 1) / n)
     assert d["ag_read"] == pytest.approx(s * (n - 1) / n) and d["ag_write"] == pytest.approx(s * (n - 1) / n)
     assert out.link_bytes == pytest.approx(2 * s * (n - 1) / n)
-    plan = plan_gemm(op.gemm, hw, chunks=n)
+    plan, columns = staggered_plan(op, hw)
+    # 2048 tokens / 32 GPUs = 64 rows < a 128-row tile: chunks are taken along the output columns
+    assert columns == (tp == 32) and out.extra["chunks"] == ("columns" if columns else "rows")
     assert out.extra["tracker"]["triggers"] == (n - 2) * plan.tiles_m_chunk * plan.tiles_n
     # the GEMM reads are those of the staggered plan
     assert d["gemm_read"] == pytest.approx(plan.read_bytes)
@@ -160,13 +163,40 @@ def test_tracker_granularity_scales_entries():
 
 def test_mca_policy_closed_form():
     p = McaPolicy(threshold=0.4, starvation_share=0.05)
-    # GEMM (level 0) keeps the starvation share free while communication waits
-    assert p.available(100.0, 100.0, 0, True) == pytest.approx(95.0)
-    assert p.available(100.0, 100.0, 0, False) == pytest.approx(100.0)
+    # GEMM (level 0) leaves the starvation share, or less if communication asks less (work-conserving)
+    assert p.available(100.0, 100.0, 0, 20.0) == pytest.approx(95.0)
+    assert p.available(100.0, 100.0, 0, 2.0) == pytest.approx(98.0)
+    assert p.available(100.0, 100.0, 0, 0.0) == pytest.approx(100.0)
     # communication: everything left while the GEMM uses < 40 %, else only the starvation share
-    assert p.available(100.0, 70.0, 1, False) == pytest.approx(70.0)
-    assert p.available(100.0, 50.0, 1, False) == pytest.approx(5.0)
-    assert p.available(100.0, 2.0, 1, False) == pytest.approx(2.0)
+    assert p.available(100.0, 70.0, 1, 0.0) == pytest.approx(70.0)
+    assert p.available(100.0, 50.0, 1, 0.0) == pytest.approx(5.0)
+    assert p.available(100.0, 2.0, 1, 0.0) == pytest.approx(2.0)
+
+
+def test_mca_in_the_engine():
+    """A GEMM-like op (100 B on a 100 B/s HBM) and a link-bound update (10 B of HBM and of a 10 B/s link).
+    Default arbitration: demand-proportional, both at 100/110 of their max rate -> both end at 1.1 s.
+    MCA: the GEMM gets 95 B/s (ends at 100/95 s), the update the 5 B/s starvation share meanwhile."""
+    from t3.sim import Engine, Policy
+    from t3.sim.schedule import Op, Resource, Schedule
+
+    def sched(policy, prio_comm, link=10.0):
+        res = [Resource("hbm", 100.0, "hbm", 0, policy), Resource("link", link, "link", 0)]
+        ops = [
+            Op(0, 0, "gemm", "gemm-load", "gemm", [(0, 100.0)], [], 0.0, [], {}, 0),
+            Op(1, 0, "upd", "dma", "rs", [(0, 10.0), (1, 10.0)], [], 0.0, [], {}, prio_comm),
+        ]
+        return Schedule("t", ops, res, 1, [0])
+
+    d = Engine().run(sched(Policy(), 0))
+    assert d.end[0] == pytest.approx(1.1) and d.end[1] == pytest.approx(1.1)
+    m = Engine().run(sched(McaPolicy(0.5, 0.05), 1))
+    t_gemm = 100 / 95
+    assert m.end[0] == pytest.approx(t_gemm)
+    assert m.end[1] == pytest.approx(t_gemm + (10 - 5 * t_gemm) / 10)
+    # work-conserving: an update that can only use 2 B/s (slow link) leaves the GEMM 98 B/s, not 95
+    w = Engine().run(sched(McaPolicy(0.5, 0.05), 1, link=2.0))
+    assert w.end[0] == pytest.approx(100 / 98) and w.end[1] == pytest.approx(5.0)
 
 
 def test_mca_threshold_from_first_stage():

@@ -51,9 +51,15 @@ class FunctionalRun:
         self._fault_armed = fault is not None
         self._snap: dict[tuple[int, str], list[np.ndarray]] = {}
         self.updates = 0
+        self.applied: dict[tuple[int, int, int], int] = {}  # (receiver, chunk, tile) -> updates applied
 
     def _boxes(self, chunk: int, lo: int, hi: int):
         return [self.plan.tile_box(chunk, t) for t in range(lo, hi)]
+
+    def _count(self, dst: int, chunk: int, lo: int, hi: int, k: int) -> None:
+        for t in range(lo, hi):
+            key = (dst, chunk, t)
+            self.applied[key] = self.applied.get(key, 0) + k
 
     def _times(self) -> int:
         """How often to apply the next update (the fault knob acts on the first one)."""
@@ -70,6 +76,7 @@ class FunctionalRun:
 
     def remote_store(self, g: int, dst: int, chunk: int, lo: int, hi: int) -> None:
         k = self._times()
+        self._count(dst, chunk, lo, hi, k)
         for r0, r1, c0, c1 in self._boxes(chunk, lo, hi):
             self.buf[dst][r0:r1, c0:c1] += k * (self.A[g][r0:r1] @ self.B[g][:, c0:c1])
 
@@ -80,6 +87,7 @@ class FunctionalRun:
 
     def dma_apply(self, g: int, dst: int, key: str, chunk: int, lo: int, hi: int) -> None:
         k = self._times()
+        self._count(dst, chunk, lo, hi, k)
         for (r0, r1, c0, c1), v in zip(self._boxes(chunk, lo, hi), self._snap.pop((g, key)), strict=True):
             self.buf[dst][r0:r1, c0:c1] += k * v
 
@@ -87,8 +95,12 @@ class FunctionalRun:
         """Numpy all-reduce of the per-GPU partial products (a reduce-scatter keeps one chunk of it)."""
         return sum(a @ b for a, b in zip(self.A, self.B, strict=True))
 
-    def check(self, owned: dict[int, int]) -> dict:
-        """Compare every GPU's owned chunk (``owned[g]``) with the reference reduce-scatter."""
+    def check(
+        self, owned: dict[int, int], expected_updates: dict[tuple[int, int], int] | None = None
+    ) -> dict:
+        """Compare every GPU's owned chunk (``owned[g]``) with the reference reduce-scatter, and (if
+        given) count the tiles that did not receive exactly ``expected_updates[(gpu, chunk)]`` incoming
+        updates (a tile lost or reduced twice)."""
         ref = self.reference()
         rows = self.plan.chunk_rows
         mism, err = 0, 0.0
@@ -98,11 +110,17 @@ class FunctionalRun:
             d = np.abs(got - want)
             mism += int(np.count_nonzero(d))
             err = max(err, float(d.max()) if d.size else 0.0)
+        bad_tiles = 0
+        if expected_updates is not None:
+            tiles = self.plan.tiles_m_chunk * self.plan.tiles_n
+            for (g, c), want in expected_updates.items():
+                bad_tiles += sum(self.applied.get((g, c, t), 0) != want for t in range(tiles))
         return {
             "checked": True,
             "gpus": len(owned),
             "elements": int(rows * ref.shape[1] * len(owned)),
             "updates": self.updates,
             "mismatches": mism,
+            "tiles_with_wrong_update_count": bad_tiles,
             "max_abs_error": float(err),
         }

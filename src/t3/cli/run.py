@@ -51,10 +51,11 @@ def run(
     if as_json:
         print(json.dumps(rec, sort_keys=False))
     fn = rec.get("functional")
-    if fn is not None and fn["mismatches"]:
+    if fn is not None and (fn["mismatches"] or fn.get("tiles_with_wrong_update_count")):
         Console(stderr=True).print(
             f"error: functional check failed: {fn['mismatches']} of {fn['elements']} owned elements differ from "
-            f"the numpy reduce-scatter (max abs error {fn['max_abs_error']})",
+            f"the numpy reduce-scatter (max abs error {fn['max_abs_error']}), "
+            f"{fn.get('tiles_with_wrong_update_count', 0)} tiles lost or reduced twice",
             highlight=False,
         )
         raise typer.Exit(1)

@@ -5,7 +5,8 @@ updates arriving from a peer, DMA reads, NMC updates). With the engine's default
 is served in proportion to what it asks (first come): DMA bursts take bandwidth from the GEMM's read
 phases. MCA serves the GEMM first and lets communication issue only while the GEMM's occupancy of the
 channel is below a threshold theta (a fraction of the HBM bandwidth); while communication is waiting,
-``starvation_share`` of the bandwidth is guaranteed to it (the starvation bound).
+``starvation_share`` of the bandwidth (or what it asks, if less: the policy stays work-conserving) is
+guaranteed to it (the starvation bound).
 
 theta is set from the GEMM's memory intensity measured in its first stage, which has no DMA traffic
 (:func:`first_stage_intensity`: HBM bytes of the first stage's waves over their isolated duration,
@@ -28,11 +29,9 @@ class McaPolicy(Policy):
         self.threshold = threshold
         self.starvation_share = starvation_share
 
-    def available(self, capacity: float, remaining: float, level: int, lower_levels_waiting: bool) -> float:
-        if level == 0:
-            if lower_levels_waiting:
-                return max(0.0, remaining - self.starvation_share * capacity)
-            return remaining
+    def available(self, capacity: float, remaining: float, level: int, lower_demand: float) -> float:
+        if level == 0:  # the GEMM leaves the starvation share (or what communication asks, if less)
+            return max(0.0, remaining - min(self.starvation_share * capacity, lower_demand))
         used_by_gemm = capacity - remaining
         if used_by_gemm < self.threshold * capacity:
             return remaining

@@ -43,7 +43,7 @@ from t3.schedules.base import Outcome, RunOptions, register, summarize
 from t3.schedules.baselines import ideal_overlap, sequential_schedule
 from t3.sim.engine import DeadlockError
 from t3.sim.schedule import Schedule, ScheduleBuilder
-from t3.workload.sublayers import Operator
+from t3.workload.sublayers import GemmShape, Operator
 
 Piece = tuple[int, int, int, int]  # (sender wave, receiver wave or -1, first tile, end tile) of a chunk
 
@@ -70,6 +70,23 @@ def _pieces(segs, p: int, q: int, cut: bool) -> list[Piece]:
     return out
 
 
+def staggered_plan(op: Operator, hw: Hardware) -> tuple[GemmPlan, bool]:
+    """The GEMM cut into N = TP chunks, one per stage; returns (plan, chunks are output columns).
+
+    Chunks are row blocks of the output. When a row block is shorter than a macro-tile (M/N <
+    ``compute.tile_m``, e.g. 2048 tokens at TP 32) every tile would be partly empty, so the chunks are
+    taken along the output columns instead if those are wide enough: the plan is then that of the
+    transposed product C^T = B^T A^T (same FLOPs and tiles, operands swapped in the L2 reuse model), and
+    a GPU owns a column block of C after the RS. If neither dimension is wide enough, the macro-tile
+    height becomes M/N (the tile's compute time scales with its area)."""
+    n, g = op.tp, op.gemm
+    if g.m % n == 0 and g.m // n < hw.compute.tile_m:
+        if g.n % n == 0 and g.n // n >= hw.compute.tile_m:
+            return plan_gemm(GemmShape(g.n, g.m, g.k, g.dtype), hw, chunks=n), True
+        hw = hw.with_overrides({"compute.tile_m": g.m // n})
+    return plan_gemm(g, hw, chunks=n), False
+
+
 FUNCTIONAL_CONFIGS = ("t3", "t3-mca")
 
 
@@ -89,14 +106,14 @@ class T3Builder:
         self.name, self.op, self.hw, self.opts, self.mca = name, op, hw, opts, mca
         self.n = n = op.tp
         self.b = ScheduleBuilder(name, hw, n, symmetric=opts.symmetric and not opts.functional)
-        self.plan = plan_gemm(op.gemm, hw, chunks=n)
+        self.plan, self.columns = staggered_plan(op, hw)
         self.ring = hw.topology.kind == "ring"
         self.maps: list[AddressMap] = ring_rs_maps(n) if self.ring else direct_rs_maps(n)
         self.tracker = TrackerModel.from_hardware(hw)
         self.segs = _segments(self.plan)
         self.tile_bytes = (
             self.plan.chunk_rows
-            * op.gemm.n
+            * self.plan.shape.n
             * op.gemm.elem_bytes
             / (self.plan.tiles_m_chunk * self.plan.tiles_n)
         )
@@ -113,6 +130,8 @@ class T3Builder:
                 seed=opts.params.get("functional_seed", 0),
                 fault=opts.params.get("functional_fault"),
             )
+        self._out: dict[tuple[int, int], tuple[str, int, list[Piece], bool]] = {}
+        self._senders: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.counts = {"gemm_write_local": 0.0, "gemm_write_remote": 0.0, "triggers": 0, "dma_commands": 0}
 
     # ---- the address map seen from one GPU ------------------------------------------------------
@@ -121,15 +140,25 @@ class T3Builder:
 
     def senders(self, gpu: int, chunk: int) -> list[tuple[int, int]]:
         """(sender GPU, its stage position) of the updates GPU ``gpu`` receives for ``chunk``."""
+        key = (gpu % self.n, chunk)
+        if key in self._senders:
+            return self._senders[key]
         out = []
         for h in range(self.n):
             m = self.maps[h].lookup(chunk)
             if h != gpu % self.n and m.kind != "local" and m.peer == gpu % self.n:
                 out.append((h, self.position(h, chunk)))
+        self._senders[key] = out
         return out
 
     def outgoing(self, gpu: int, p: int) -> tuple[str, int, list[Piece], bool]:
         """(mapping kind, receiver, pieces, receiver tracks them) of what ``gpu`` sends from position p."""
+        key = (gpu % self.n, p)
+        if key not in self._out:
+            self._out[key] = self._outgoing(gpu, p)
+        return self._out[key]
+
+    def _outgoing(self, gpu: int, p: int) -> tuple[str, int, list[Piece], bool]:
         c = stagger_order(gpu % self.n, self.n)[p]
         m = self.maps[gpu % self.n].lookup(c)
         if m.kind == "local":
@@ -281,6 +310,7 @@ class T3Builder:
                 "remote": self.counts["gemm_write_remote"] / k,
             },
             "rs_algorithm": "ring" if self.ring else "direct",
+            "chunks": "columns" if self.columns else "rows",
         }
         if self.mca:
             extra["mca"] = {
@@ -290,7 +320,8 @@ class T3Builder:
             }
         if self.fn is not None:
             owned = {g: stagger_order(g, self.n)[self.n - 1] for g in range(self.n)}
-            extra["functional"] = self.fn.check(owned)
+            expected = {(g, c): len(self.senders(g, c)) for g in range(self.n) for c in range(self.n)}
+            extra["functional"] = self.fn.check(owned, expected)
         out.extra.update(extra)
         return out
 

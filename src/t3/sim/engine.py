@@ -6,7 +6,8 @@ priority level: all ops of a level grow their rate in proportion to their own ma
 (demand-proportional sharing, the behaviour of a first-come queue fed by several streams) until a
 resource saturates; ops on a saturated resource freeze; the rest keep growing. A resource's
 :class:`~t3.sim.schedule.Policy` decides how much of its capacity each priority level may use
-(that is where memory-controller arbitration plugs in).
+(that is where memory-controller arbitration plugs in); it is told how much the lower levels active
+on the resource would use.
 
 The engine knows nothing of GEMMs or collectives: only ops, amounts, resources and dependencies.
 Cost is O(events x active ops), independent of the bytes moved.
@@ -260,15 +261,28 @@ class Engine:
         """Progressive filling by priority level; writes ``rate`` for every active op."""
         levels = sorted({ops[i].prio for i in active})
         used: dict[int, float] = {}
-        lowest = levels[-1]
+        # demand (at maximum rates) of the levels below the current one, per resource
+        lower: dict[int, float] = {}
+        if len(levels) > 1:
+            for i in active:
+                if ops[i].prio != levels[0]:
+                    for r, a in ops[i].demands:
+                        lower[r] = lower.get(r, 0.0) + xmax[i] * a
         for lvl in levels:
             group = [i for i in active if ops[i].prio == lvl]
+            if lvl != levels[0]:
+                for i in group:
+                    for r, a in ops[i].demands:
+                        lower[r] -= xmax[i] * a
             avail: dict[int, float] = {}
             for i in group:
                 for r, _ in ops[i].demands:
                     if r not in avail:
                         rem = cap[r] - used.get(r, 0.0)
-                        avail[r] = policies[r].available(cap[r], rem, lvl, lvl != lowest)
+                        low = lower.get(r, 0.0)
+                        avail[r] = policies[r].available(
+                            cap[r], rem, lvl, low if low > 1e-12 * cap[r] else 0.0
+                        )
             t = 0.0
             unfrozen = group
             while unfrozen:

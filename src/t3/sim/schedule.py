@@ -40,8 +40,11 @@ class Policy:
 
     name = "default"
 
-    def available(self, capacity: float, remaining: float, level: int, lower_levels_waiting: bool) -> float:
-        """Capacity class ``level`` may use, given what higher-priority classes left (``remaining``)."""
+    def available(self, capacity: float, remaining: float, level: int, lower_demand: float) -> float:
+        """Capacity class ``level`` may use, given what higher-priority classes left (``remaining``).
+
+        ``lower_demand`` is the rate lower-priority ops active on this resource would use at their
+        maximum rates (units/s; 0.0 when no lower-priority op waits for it)."""
         return remaining
 
 

@@ -216,3 +216,22 @@ def test_cli_quick_writes_report_json(tmp_path):
     text = (out / "report.md").read_text()
     assert "| Ideal-GEMM-RS-Overlap, geomean | 35 % |" in text
     assert "geomean" in p.stdout and "%" in p.stdout
+
+
+def test_failing_configuration_is_reported_not_summarised():
+    plan = r.Plan(
+        models=("mega-gpt-2",), tps=(8,), large_models=(), sublayers=("op",), tokens=1024, comm_cus=(8,),
+        sweeps=(), timeline=None, hw_overrides={"nmc.present": False},
+    )  # fmt: skip
+    d = r.reproduce(plan, workers=1, progress=False)
+    failed = {e["config"] for e in d["errors"]}
+    assert failed == {"t3", "t3-mca", "ideal-rs-nmc"} & set(d["configs"]["registered"])
+    for c in failed:
+        assert d["summary"][r.key(c)]["geomean_speedup"] is None
+    assert d["summary"]["ideal_gemm_rs_overlap"]["geomean_speedup"] is not None
+    assert "simulation(s) failed" in report.render(d, [])
+
+
+def test_tp_beyond_mesh_fails_before_work():
+    with pytest.raises(Exception, match="tp: 16 GPUs exceed the mesh"):
+        r.reproduce(r.Plan(hardware="mi300x-8", sweeps=()), workers=1, progress=False)

@@ -45,6 +45,9 @@ def reproduce_t3(
     if doc["configs"]["missing"]:
         c.print(f"[bold red]WARNING: configurations not registered: {', '.join(doc['configs']['missing'])} "
                 "(their numbers are n/a)[/]")  # fmt: skip
+    if doc["errors"]:
+        c.print(f"[bold red]WARNING: {len(doc['errors'])} simulation(s) failed (see the report); their "
+                "configurations are left out of the summaries[/]")  # fmt: skip
     for name in ("ideal_gemm_rs_overlap", "t3", "t3_mca", "ideal_rs_nmc", "large_models_t3_mca"):
         g, m = s[name]["geomean_speedup"], s[name]["max_speedup"]
         c.print(f"{name:24s} geomean {report.pct(g)}  max {report.pct(m)}")

@@ -126,7 +126,7 @@ def render(doc: dict[str, Any], figures: list[str]) -> str:
     a("")
     a("## Sublayer results (main set)")
     a("")
-    cfgs = [x for x in COMPARED if x in have]
+    cfgs = [x for x in COMPARED if x in have and any(p["config"] == x for p in doc["points"])]
     a(
         "| model | TP | sublayer | Sequential (ms) | GEMM alone (ms) | "
         + " | ".join(f"{x} speedup" for x in cfgs)
@@ -144,13 +144,14 @@ def render(doc: dict[str, Any], figures: list[str]) -> str:
     if doc["large_points"]:
         a("## TP-32 models")
         a("")
-        a("| model | sublayer | Sequential (ms) | " + " | ".join(f"{x} speedup" for x in cfgs) + " |")
-        a("|---|---|---:|" + "---:|" * len(cfgs))
+        lcfgs = [x for x in COMPARED if any(p["config"] == x for p in doc["large_points"])]
+        a("| model | sublayer | Sequential (ms) | " + " | ".join(f"{x} speedup" for x in lcfgs) + " |")
+        a("|---|---|---:|" + "---:|" * len(lcfgs))
         by = {(p["model"], p["tp"], p["sublayer"], p["config"]): p for p in doc["large_points"]}
         for p in [p for p in doc["large_points"] if p["config"] == "sequential"]:
             k = (p["model"], p["tp"], p["sublayer"])
             a(f"| {p['model']} | {p['sublayer']} | {_ms(p['time_s'])} | "
-              + " | ".join(pct(by[(*k, x)]["speedup"]) for x in cfgs) + " |")  # fmt: skip
+              + " | ".join(pct(by[(*k, x)]["speedup"]) for x in lcfgs) + " |")  # fmt: skip
         a("")
     a("## Data movement (DRAM bytes per GPU, MB)")
     a("")

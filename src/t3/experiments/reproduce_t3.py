@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from t3.config.hardware import load_hardware
-from t3.errors import ConfigError
+from t3.errors import ConfigError, ScheduleError
 from t3.experiments import endtoend
 from t3.schedules import CONFIGS
 from t3.sim.schedule import DRAM_CATEGORIES
@@ -118,6 +118,13 @@ class Plan:
     def validate(self) -> None:
         """Fail before any simulation, naming the field."""
         hw = load_hardware(self.hardware, self.hw_overrides or None)
+        topo = hw.topology
+        for tp in (*self.tps, *(self.large_tps if self.large_models else ())):
+            if topo.kind in ("mesh", "switch") and tp > topo.gpus:
+                raise ConfigError(
+                    f"tp: {tp} GPUs exceed the {topo.kind} of {topo.gpus} GPUs of hardware '{hw.name}' "
+                    "(the T3 evaluation needs TP 8, 16 and 32; use a ring preset such as paper-80cu)"
+                )
         for m in (*self.models, *self.large_models):
             spec = get_model(m)
             tps = self.tps if m in self.models else self.large_tps
@@ -358,7 +365,9 @@ def _point_records(plan: Plan, study: list[dict], results: dict[str, dict]) -> l
     bad = {t["point"]["config"] for t in study if "error" in results[task_id(t)]}
     if "sequential" in bad:
         e = next(x for x in _errors(study, results) if x["config"] == "sequential")
-        raise RuntimeError(f"sequential baseline failed at {e}")
+        raise ScheduleError(
+            f"sequential: baseline failed at {e['model']} TP {e['tp']} {e['sublayer']}: {e['error']}"
+        )
     recs = [dict(t["point"], **results[task_id(t)]) for t in study if t["point"]["config"] not in bad]
     seq = {(r["model"], r["tp"], r["sublayer"]): r["time_s"] for r in recs if r["config"] == "sequential"}
     out = []

@@ -91,3 +91,70 @@ def test_ring_all_gather_closed_form(paper_hw):
     assert t == pytest.approx(
         hw.compute.kernel_launch_s + 7 * (c / hw.link.bandwidth_Bps + hw.link.latency_s), rel=1e-9
     )
+
+
+def _a2a_time(hw, matrix, symmetric):
+    from t3.ops.collectives import all_to_all
+    from t3.sim import Engine, ScheduleBuilder
+
+    b = ScheduleBuilder("a2a", hw, len(matrix), symmetric=symmetric)
+    all_to_all(b, matrix, launch=False)
+    return Engine().run(b.build()).makespan
+
+
+def test_all_to_all_closed_form_and_skew():
+    hw = load_hardware("mi300x-8", {"link.latency_s": 0.0})
+    n, s = 8, 64e6
+    even = [[0.0 if g == h else s for h in range(n)] for g in range(n)]
+    # each message on its own link; HBM: 7 reads + 7 writes of s per GPU; DMA overhead none (CU executor)
+    expect = max(
+        s / hw.link.bandwidth_Bps,
+        14 * s / hw.hbm.effective_Bps,
+        7 * s / (hw.compute.cus * hw.compute.cu_copy_Bps),
+    )
+    assert _a2a_time(hw, even, True) == pytest.approx(expect)
+    assert _a2a_time(hw, even, False) == pytest.approx(expect)
+    skew = [row[:] for row in even]
+    skew[3][5] = 4 * s  # one hot expert: the slowest link sets the time
+    assert _a2a_time(hw, skew, False) == pytest.approx(4 * s / hw.link.bandwidth_Bps)
+    with pytest.raises(Exception, match="all-GPU mode"):
+        _a2a_time(hw, skew, True)
+
+
+def test_mesh_rejects_more_gpus_than_the_node():
+    from t3.errors import ScheduleError
+
+    hw = load_hardware("mi300x-8")
+    op = _op(16 * 128, 4096, 512, 16)
+    with pytest.raises(ScheduleError, match="tp: 16 GPUs exceed"):
+        sequential_schedule(op, hw, RunOptions())
+
+
+def test_gemm_memory_phase_slows_under_shared_hbm():
+    """Concurrent all-reduce traffic slows the GEMM's load phases; with abundant HBM it does not."""
+    from t3.schedules.baselines import concurrent_schedule
+
+    op = sublayer_operator(get_model("t-nlg"), "fc2", 8)
+    for hbm, slowed in ((0.3e12, True), (1e15, False)):
+        hw = load_hardware("paper-80cu", {"hbm.bandwidth_Bps": hbm})
+        k = 16
+        res = RunOptions(comm_cus=k).engine().run(concurrent_schedule(op, hw, RunOptions(comm_cus=k)))
+        gemm_alone = RunOptions().engine().run(_gemm_only(op, hw, hw.compute.cus - k))
+        loads = [o for o in res.schedule.ops if o.kind == "gemm-load"]
+        load_time = sum(res.end[o.id] - res.start[o.id] for o in loads)
+        alone_loads = [o for o in gemm_alone.schedule.ops if o.kind == "gemm-load"]
+        alone_time = sum(gemm_alone.end[o.id] - gemm_alone.start[o.id] for o in alone_loads)
+        if slowed:
+            assert load_time > 1.2 * alone_time
+            assert res.busy("gemm") > gemm_alone.makespan
+        else:
+            assert load_time == pytest.approx(alone_time, rel=1e-3)
+
+
+def _gemm_only(op, hw, cus):
+    from t3.ops.gemm import add_gemm
+    from t3.sim import ScheduleBuilder
+
+    b = ScheduleBuilder("g", hw, op.tp)
+    add_gemm(b, 0, plan_gemm(op.gemm, hw, cus=cus))
+    return b.build()

@@ -235,3 +235,18 @@ def test_deterministic():
     a = run("t-nlg", 8, "fc2", "t3-mca")
     b = run("t-nlg", 8, "fc2", "t3-mca")
     assert a == b and not math.isnan(a["time_s"])
+
+
+@pytest.mark.parametrize("tp", [8, 16, 32])
+def test_every_zoo_model_runs(tp):
+    """The mechanism runs for every zoo model at TP 8/16/32 on paper-80cu; RS+AG link bytes are exact."""
+    from t3.workload import model_names
+
+    hw = load_hardware("paper-80cu")
+    for m in model_names():
+        op = sublayer_operator(get_model(m), "fc2", tp)
+        for config in ("t3", "t3-mca"):
+            out = get_config(config).run(op, hw, RunOptions())
+            assert out.time_s > out.breakdown_s["all_gather"] > 0
+            assert out.link_bytes == pytest.approx(2 * op.comm_bytes * (tp - 1) / tp)
+            assert out.extra["tracker"]["peak_occupancy"] <= hw.tracker.entries

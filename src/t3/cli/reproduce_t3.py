@@ -22,6 +22,11 @@ def reproduce_t3(
     quick: bool = typer.Option(False, "--quick", help="TP 8 only, no TP-32 models, no sensitivity sweeps"),
     no_figures: bool = typer.Option(False, "--no-figures", help="skip the PNG figures"),
     overrides: list[str] = typer.Option(None, "--set", help="hardware override KEY=VALUE for every point"),
+    executor: str = typer.Option("local", help="where simulation points run: local (process pool) or dask"),
+    scheduler: str | None = typer.Option(None, help="dask scheduler address (default: a LocalCluster)"),
+    store: Path | None = typer.Option(
+        None, help="resumable Parquet store of the simulation points (an interrupted run resumes from it)"
+    ),
 ) -> None:
     """Sublayer speedups, data movement, end-to-end projection, contention and sensitivity vs the paper."""
     from t3.experiments import figures, report
@@ -31,7 +36,7 @@ def reproduce_t3(
     if quick:
         plan = Plan(hardware=hw, hw_overrides=plan.hw_overrides, tps=(8,), large_models=(), sweeps=())
     t0 = time.perf_counter()
-    doc = reproduce(plan, workers=workers)
+    doc = reproduce(plan, workers=workers, executor=executor, scheduler=scheduler, store=store)
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(doc, indent=1)
     (out / "t3.json").write_text(text + "\n")

@@ -18,6 +18,7 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from t3.config.hardware import load_hardware
@@ -269,13 +270,24 @@ def _execute(task: dict) -> dict:
     if kind == "run":
         from t3.experiments.parallel import run_point
 
-        rec = run_point(task["point"])
-        return {k: rec[k] for k in ("time_s", "breakdown_s", "dram_bytes", "link_bytes", "tokens")}
+        return _run_result(run_point(task["point"]))
     if kind == "gemm":
         return {"time_s": gemm_alone_s(task)}
     if kind == "trace":
         return hbm_timeline(task["point"], task["bins"])
     raise ValueError(f"task kind '{kind}'")
+
+
+def _run_result(rec: dict) -> dict:
+    """The fields of a run record the study needs, in a fixed key order (stored records are key-sorted)."""
+    bd = rec["breakdown_s"]
+    return {
+        "time_s": rec["time_s"],
+        "breakdown_s": {k: bd[k] for k in ("gemm", "reduce_scatter", "all_gather", "exposed_comm")},
+        "dram_bytes": {k: rec["dram_bytes"][k] for k in DRAM_CATEGORIES if k in rec["dram_bytes"]},
+        "link_bytes": rec["link_bytes"],
+        "tokens": rec["tokens"],
+    }
 
 
 def gemm_alone_s(task: dict) -> float:
@@ -326,14 +338,45 @@ def hbm_timeline(point: dict, bins: int) -> dict:
 
 def execute_all(
     tasks: list[dict], *, workers: int | None = None, progress: bool = True,
-    runner: Callable[..., list] | None = None,
+    runner: Callable[..., list] | None = None, executor: str = "local", scheduler: str | None = None,
+    store: str | Path | None = None,
 ) -> dict[str, dict]:  # fmt: skip
-    """Run every task with one call (default: the ordered local process pool); results by task id."""
+    """Run every task; results by task id.
+
+    Simulation points (``kind == "run"``) go through the sweep runner (:mod:`t3.experiments.sweep`):
+    local process pool or Dask (``executor``/``scheduler``), and with ``store`` a resumable Parquet
+    store, so an interrupted reproduction resumes where it stopped. The few other tasks (GEMM-alone
+    times, traced timelines) run on the ordered local pool. A custom ``runner`` (pmap's signature) runs
+    everything instead."""
     from t3.experiments.parallel import pmap
 
-    run = runner or pmap
-    out = run(execute, tasks, workers=workers, desc="t3 reproduce t3", progress=progress)
-    return {task_id(t): r for t, r in zip(tasks, out, strict=True)}
+    if runner is not None:
+        out = runner(execute, tasks, workers=workers, desc="t3 reproduce t3", progress=progress)
+        return {task_id(t): r for t, r in zip(tasks, out, strict=True)}
+    from t3.experiments.sweep.run import RECORD_COLUMN, as_sweep
+    from t3.experiments.sweep.run import execute as run_sweep_points
+
+    runs = [t for t in tasks if t["kind"] == "run"]
+    rest = [t for t in tasks if t["kind"] != "run"]
+    results: dict[str, dict] = {}
+    if runs:
+        sweep = as_sweep([t["point"] for t in runs], name="t3 reproduce t3")
+        df, _ = run_sweep_points(
+            sweep, executor=executor, workers=workers, scheduler=scheduler, store=store, progress=progress,
+            description="t3 reproduce t3: points",
+        )  # fmt: skip
+        by_key = dict(
+            zip(df["key"], zip(df["status"], df["error"], df[RECORD_COLUMN], strict=True), strict=True)
+        )
+        for t, k in zip(runs, sweep.keys, strict=True):
+            status, error, rec = by_key[k]
+            if status != "ok":
+                results[task_id(t)] = {"error": error}
+            else:
+                results[task_id(t)] = _run_result(json.loads(rec))
+    out = pmap(execute, rest, workers=workers, desc="t3 reproduce t3: timelines, GEMMs", progress=progress)
+    results.update({task_id(t): r for t, r in zip(rest, out, strict=True)})
+    return results
 
 
 # ---- summary --------------------------------------------------------------------------------
@@ -594,11 +637,14 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
 
 def reproduce(
     plan: Plan | None = None, *, workers: int | None = None, progress: bool = True,
-    runner: Callable[..., list] | None = None,
+    runner: Callable[..., list] | None = None, **sweep_kw: Any,
 ) -> dict[str, Any]:  # fmt: skip
-    """Validate, build every task, run them with one call, summarise. Returns the JSON document."""
+    """Validate, build every task, run them with one call, summarise. Returns the JSON document.
+    ``sweep_kw`` (``executor``, ``scheduler``, ``store``) go to :func:`execute_all`."""
     plan = plan or Plan()
     plan.validate()
     studies = build_tasks(plan)
-    results = execute_all(unique_tasks(studies), workers=workers, progress=progress, runner=runner)
+    results = execute_all(
+        unique_tasks(studies), workers=workers, progress=progress, runner=runner, **sweep_kw
+    )
     return summarize(plan, studies, results)

@@ -235,3 +235,22 @@ def test_failing_configuration_is_reported_not_summarised():
 def test_tp_beyond_mesh_fails_before_work():
     with pytest.raises(Exception, match="tp: 16 GPUs exceed the mesh"):
         r.reproduce(r.Plan(hardware="mi300x-8", sweeps=()), workers=1, progress=False)
+
+
+def test_store_resumes_and_matches_the_pool_path(doc, tmp_path):
+    """Through the sweep runner with a store, a second run computes nothing and both equal the
+    in-process pool path (the custom runner) byte for byte."""
+    import json
+
+    from t3.experiments.parallel import pmap
+    from t3.experiments.sweep.store import Store
+
+    store = tmp_path / "points.parquet"
+    first = r.reproduce(SMALL, workers=1, progress=False, store=store)
+    before = Store(store).table().to_pandas()
+    again = r.reproduce(SMALL, workers=1, progress=False, store=store)
+    after = Store(store).table().to_pandas()
+    assert len(after) == len(before)
+    assert sorted(after["run_id"]) == sorted(before["run_id"])  # nothing recomputed
+    pool = r.reproduce(SMALL, workers=1, progress=False, runner=pmap)
+    assert json.dumps(first) == json.dumps(again) == json.dumps(pool) == json.dumps(doc)

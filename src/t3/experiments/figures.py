@@ -98,13 +98,15 @@ def hbm_timeline(timelines: list[dict], path: Path, what: str) -> str:
     for ax, tl in zip(axes[:, 0], timelines, strict=False):
         series = tl["series_Bps"]
         nb = len(next(iter(series.values()))) if series else 0
-        xs = [(i + 0.5) * tl["bin_s"] * 1e6 for i in range(nb)]
+        # bins are time averages: draw them as steps (bin start to bin end), not as a polyline
+        xs = [i * tl["bin_s"] * 1e6 for i in range(nb + 1)]
         cats = sorted(series)
-        ax.stackplot(xs, *[[v / 1e9 for v in series[c]] for c in cats], labels=cats,
-                     colors=[CAT_COLORS.get(c, "#bdbdbd") for c in cats])  # fmt: skip
+        ys = [[v / 1e9 for v in series[c]] + [series[c][-1] / 1e9] for c in cats]
+        ax.stackplot(xs, *ys, labels=cats, step="post", colors=[CAT_COLORS.get(c, "#bdbdbd") for c in cats])
+        ax.set_xlim(0, xs[-1] if xs else 1)
         ax.axhline(tl["capacity_Bps"] / 1e9, color="black", ls="--", lw=0.7, label="sustainable HBM")
         ax.set_title(f"{what}: {tl['config']} ({tl['time_s'] * 1e6:.0f} µs)", fontsize=9)
-        ax.set_ylabel("HBM GB/s")
+        ax.set_ylabel(f"HBM GB/s ({tl['bin_s'] * 1e6:.0f} µs bins)")
         ax.legend(fontsize=7, loc="upper right")
     axes[-1, 0].set_xlabel("time (µs)")
     return _save(fig, path)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from t3.config.hardware import Hardware
 from t3.errors import ConfigError
-from t3.ops.collectives import Executor, StartFn, _no_deps
+from t3.ops.collectives import Executor, StartFn, _no_deps, ring_step_deps
 from t3.sim.schedule import Ref, ScheduleBuilder
 
 
@@ -42,10 +42,7 @@ def nmc_reduce_scatter(
     offsets = [-1] * (n - 1) if ring else list(range(1, n))
     for g in b.gpus:
         for j, off in enumerate(offsets):
-            if ring:
-                deps = list(start(g)) + list(start(g - 1)) if j == 0 else [(g, f"{prefix}.{j - 1}"), (g + 1, f"{prefix}.{j - 1}")]  # fmt: skip
-            else:
-                deps = list(start(g))
+            deps = ring_step_deps(start, g, j, prefix) if ring else list(start(g))
             upd, ch = update_work(b, g + off, c)
             work = [(r, c) for r in b.path(g, g + off)] + [(b.hbm(g), c)] + upd + ex.work(b, g, c)
             first = j == 0 or not ring

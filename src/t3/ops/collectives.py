@@ -69,6 +69,35 @@ def transfer_work(
     return work
 
 
+def ring_step_deps(start: StartFn, g: int, j: int, prefix: str, both_ends: bool = True) -> list[Ref]:
+    """Dependencies of step ``j`` of a ring on GPU g (g sends to g-1): step 0 waits for ``start`` of
+    g, and of its receiver g-1 when the receiver's own data takes part (a reduction); step j waits for
+    g's own step j-1 and for the data g received from g+1 in step j-1."""
+    if j == 0:
+        return list(start(g)) + (list(start(g - 1)) if both_ends else [])
+    return [(g, f"{prefix}.{j - 1}"), (g + 1, f"{prefix}.{j - 1}")]
+
+
+def send_to_peers(
+    b: ScheduleBuilder, g: int, sizes: Callable[[int], float], *, start: StartFn, ex: Executor,
+    prefix: str, cat: str, prio: int, launch: bool,
+) -> None:  # fmt: skip
+    """GPU g sends ``sizes(off)`` bytes to GPU g+off for every peer offset, all at once (direct paths)."""
+    hw = b.hw
+    lat = hw.link.latency_s + ex.delay(b) + (hw.compute.kernel_launch_s if launch else 0.0)
+    for off in range(1, b.n):
+        nb = sizes(off)
+        b.add(
+            g, f"{prefix}.send{off}", kind="send", cat=cat, work=transfer_work(b, g, g + off, nb, ex),
+            delay_s=lat, deps=start(g), traffic={f"{cat}_read": nb, f"{cat}_write": nb, "link": nb}, prio=prio,
+        )  # fmt: skip
+
+
+def received_from_peers(b: ScheduleBuilder, g: int, prefix: str) -> list[Ref]:
+    """The sends of :func:`send_to_peers` that land on GPU g."""
+    return [(g - off, f"{prefix}.send{off}") for off in range(1, b.n)]
+
+
 def ring_reduce_scatter(
     b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
     prefix: str = "rs", cat: str = "rs", prio: int = 0, launch: bool = True,
@@ -81,17 +110,13 @@ def ring_reduce_scatter(
     for g in b.gpus:
         r = g - 1
         for j in range(n - 1):
-            deps = (
-                list(start(g)) + list(start(r))
-                if j == 0
-                else [(g, f"{prefix}.{j - 1}"), (g + 1, f"{prefix}.{j - 1}")]
-            )
             work = transfer_work(b, g, r, c, ex)
             work += [(b.hbm(r), 3 * c)] + ex.reduce_work(b, r, 3 * c)
             b.add(
                 g, f"{prefix}.{j}", kind="rs-step", cat=cat, work=work,
                 delay_s=lat + (hw.compute.kernel_launch_s if (launch and j == 0) else 0.0),
-                deps=deps, traffic={f"{cat}_read": 3 * c, f"{cat}_write": 2 * c, "link": c}, prio=prio,
+                deps=ring_step_deps(start, g, j, prefix),
+                traffic={f"{cat}_read": 3 * c, f"{cat}_write": 2 * c, "link": c}, prio=prio,
             )  # fmt: skip
     return {g: [(g, f"{prefix}.{n - 2}")] for g in b.gpus}
 
@@ -107,11 +132,11 @@ def ring_all_gather(
     lat = hw.link.latency_s + ex.delay(b)
     for g in b.gpus:
         for j in range(n - 1):
-            deps = list(start(g)) if j == 0 else [(g, f"{prefix}.{j - 1}"), (g + 1, f"{prefix}.{j - 1}")]
             b.add(
                 g, f"{prefix}.{j}", kind="ag-step", cat=cat, work=transfer_work(b, g, g - 1, c, ex),
                 delay_s=lat + (hw.compute.kernel_launch_s if (launch and j == 0) else 0.0),
-                deps=deps, traffic={f"{cat}_read": c, f"{cat}_write": c, "link": c}, prio=prio,
+                deps=ring_step_deps(start, g, j, prefix, both_ends=False),
+                traffic={f"{cat}_read": c, f"{cat}_write": c, "link": c}, prio=prio,
             )  # fmt: skip
     return {g: [(g, f"{prefix}.{n - 2}")] for g in b.gpus}
 
@@ -123,20 +148,17 @@ def direct_reduce_scatter(
     """Direct RS (mesh / switch): every GPU sends each chunk straight to its owner, which then reduces
     the N-1 received chunks with its own (N reads + 1 write)."""
     ex = ex or Executor()
-    n, hw = b.n, b.hw
+    n = b.n
     c = nbytes / n
-    lat = hw.link.latency_s + ex.delay(b) + (hw.compute.kernel_launch_s if launch else 0.0)
     for g in b.gpus:
-        for off in range(1, n):
-            b.add(
-                g, f"{prefix}.send{off}", kind="send", cat=cat, work=transfer_work(b, g, g + off, c, ex),
-                delay_s=lat, deps=start(g), traffic={f"{cat}_read": c, f"{cat}_write": c, "link": c}, prio=prio,
-            )  # fmt: skip
-        deps = [(g - off, f"{prefix}.send{off}") for off in range(1, n)] + list(start(g))
+        send_to_peers(
+            b, g, lambda off: c, start=start, ex=ex, prefix=prefix, cat=cat, prio=prio, launch=launch
+        )
         b.add(
             g, f"{prefix}.reduce", kind="reduce", cat=cat,
             work=[(b.hbm(g), (n + 1) * c)] + ex.reduce_work(b, g, (n + 1) * c),
-            deps=deps, traffic={f"{cat}_read": n * c, f"{cat}_write": c}, prio=prio,
+            deps=received_from_peers(b, g, prefix) + list(start(g)),
+            traffic={f"{cat}_read": n * c, f"{cat}_write": c}, prio=prio,
         )  # fmt: skip
     return {g: [(g, f"{prefix}.reduce")] for g in b.gpus}
 
@@ -147,16 +169,12 @@ def direct_all_gather(
 ) -> dict[int, list[Ref]]:  # fmt: skip
     """Direct AG (mesh / switch): every GPU sends its chunk to all peers at once."""
     ex = ex or Executor()
-    n, hw = b.n, b.hw
-    c = nbytes / n
-    lat = hw.link.latency_s + ex.delay(b) + (hw.compute.kernel_launch_s if launch else 0.0)
+    c = nbytes / b.n
     for g in b.gpus:
-        for off in range(1, n):
-            b.add(
-                g, f"{prefix}.send{off}", kind="send", cat=cat, work=transfer_work(b, g, g + off, c, ex),
-                delay_s=lat, deps=start(g), traffic={f"{cat}_read": c, f"{cat}_write": c, "link": c}, prio=prio,
-            )  # fmt: skip
-    return {g: [(g - off, f"{prefix}.send{off}") for off in range(1, n)] for g in b.gpus}
+        send_to_peers(
+            b, g, lambda off: c, start=start, ex=ex, prefix=prefix, cat=cat, prio=prio, launch=launch
+        )
+    return {g: received_from_peers(b, g, prefix) for g in b.gpus}
 
 
 def all_to_all(
@@ -165,8 +183,8 @@ def all_to_all(
 ) -> dict[int, list[Ref]]:  # fmt: skip
     """All-to-all: GPU g sends ``matrix[g][h]`` bytes to GPU h (direct paths; mesh or switch)."""
     ex = ex or Executor()
-    n, hw = b.n, b.hw
-    if hw.topology.kind == "ring":
+    n = b.n
+    if b.hw.topology.kind == "ring":
         raise ScheduleError("topology: all-to-all is modelled on mesh and switch topologies only")
     if len(matrix) != n or any(len(row) != n for row in matrix):
         raise ScheduleError(f"all-to-all: traffic matrix must be {n}x{n}")
@@ -175,15 +193,13 @@ def all_to_all(
             for h in range(n):
                 if abs(matrix[g][h] - matrix[0][(h - g) % n]) > 1e-9 * max(1.0, matrix[0][(h - g) % n]):
                     raise ScheduleError("all-to-all: uneven traffic needs the all-GPU mode (symmetric=False)")
-    lat = hw.link.latency_s + ex.delay(b) + (hw.compute.kernel_launch_s if launch else 0.0)
     for g in b.gpus:
-        for off in range(1, n):
-            nb = matrix[g][(g + off) % n]
-            b.add(
-                g, f"{prefix}.send{off}", kind="send", cat=cat, work=transfer_work(b, g, g + off, nb, ex),
-                delay_s=lat, deps=start(g), traffic={f"{cat}_read": nb, f"{cat}_write": nb, "link": nb}, prio=prio,
-            )  # fmt: skip
-    return {g: [(g - off, f"{prefix}.send{off}") for off in range(1, n)] for g in b.gpus}
+        row = matrix[g]
+        send_to_peers(
+            b, g, lambda off, row=row, g=g: row[(g + off) % n], start=start, ex=ex, prefix=prefix,
+            cat=cat, prio=prio, launch=launch,
+        )  # fmt: skip
+    return {g: received_from_peers(b, g, prefix) for g in b.gpus}
 
 
 def reduce_scatter(b: ScheduleBuilder, nbytes: float, **kw) -> dict[int, list[Ref]]:

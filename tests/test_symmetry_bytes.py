@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import assert_same_outcome
 
 from t3.api import run
 from t3.config.hardware import load_hardware
@@ -21,12 +22,7 @@ def test_symmetric_equals_all_gpus(hw_name, tp, config):
     op = sublayer_operator(get_model("t-nlg"), "op", tp, tokens=2048)
     fast = get_config(config).run(op, hw, RunOptions(symmetric=True))
     full = get_config(config).run(op, hw, RunOptions(symmetric=False))
-    assert fast.time_s == pytest.approx(full.time_s, rel=1e-9)
-    for k in fast.breakdown_s:
-        assert fast.breakdown_s[k] == pytest.approx(full.breakdown_s[k], rel=1e-9, abs=1e-15)
-    for k in fast.dram_bytes:
-        assert fast.dram_bytes[k] == pytest.approx(full.dram_bytes[k], rel=1e-12)
-    assert fast.link_bytes == pytest.approx(full.link_bytes)
+    assert_same_outcome(fast, full)
     assert sum(len(r.schedule.ops) for r in full.results) == tp * sum(
         len(r.schedule.ops) for r in fast.results
     )

@@ -3,6 +3,7 @@
 import math
 
 import pytest
+from conftest import assert_same_outcome
 
 from t3.api import run
 from t3.config.hardware import load_hardware
@@ -68,12 +69,7 @@ def test_symmetric_equals_all_gpus(config, hw_name, tp, over):
     op = _op(tp=tp)
     fast = get_config(config).run(op, hw, RunOptions(symmetric=True))
     full = get_config(config).run(op, hw, RunOptions(symmetric=False))
-    assert fast.time_s == pytest.approx(full.time_s, rel=1e-9)
-    for k in fast.breakdown_s:
-        assert fast.breakdown_s[k] == pytest.approx(full.breakdown_s[k], rel=1e-9, abs=1e-15)
-    for k in fast.dram_bytes:
-        assert fast.dram_bytes[k] == pytest.approx(full.dram_bytes[k], rel=1e-12)
-    assert fast.link_bytes == pytest.approx(full.link_bytes)
+    assert_same_outcome(fast, full)
     for k in ("peak_occupancy", "triggers", "stall_s"):
         assert fast.extra["tracker"][k] == pytest.approx(full.extra["tracker"][k], rel=1e-9, abs=1e-15)
 

@@ -112,14 +112,18 @@ class CommThread:
         self._thread.start()
 
     def join(self, peers: Peers, timeout: float) -> float:
-        """Wait until the body finished, as long as it makes progress; return the time waited."""
+        """Wait until the body finished, as long as it makes progress; return the time waited.
+
+        Every wait of the body is bounded by ``timeout`` already; the extra second lets its more
+        precise error (naming the transfer and peer) arrive before this backstop fires.
+        """
         t0 = time.perf_counter()
         last = peers.progress
-        while not self._done.wait(timeout):
+        while not self._done.wait(timeout + 1.0):
             if peers.progress == last:
                 raise PeerError(
                     f"t3.runtime.{peers.op} on rank {peers.rank}: communication made no progress within "
-                    f"{timeout:.1f} s",
+                    f"{timeout:.1f} s. The process group is unusable now; destroy and re-create it.",
                     op=peers.op,
                     peer=None,
                     timed_out=True,

@@ -34,6 +34,8 @@ class TileTracker:
     def add(self, region: int, tiles: int = 1) -> None:
         """Count ``tiles`` finished tiles of ``region``; wake waiters when it becomes ready."""
         with self._cond:
+            if self._error is not None:
+                raise TrackerAborted(f"stopped because the other side failed: {self._error}")
             self._count[region] += tiles
             if self._count[region] > self._expected[region]:
                 raise RuntimeError(

@@ -33,7 +33,9 @@ class Compute(_Strict):
     gemm_efficiency: float = Field(
         default=1.0, gt=0, le=1, description="fraction of matrix peak a GEMM tile's inner loop reaches"
     )
-    wg_per_cu: int = Field(default=1, gt=0, description="GEMM workgroups resident per CU (wave = cus * wg_per_cu)")
+    wg_per_cu: int = Field(
+        default=1, gt=0, description="GEMM workgroups resident per CU (wave = cus * wg_per_cu)"
+    )
     tile_m: int = Field(default=128, gt=0, description="GEMM output macro-tile rows")
     tile_n: int = Field(default=128, gt=0, description="GEMM output macro-tile columns")
     l2_bytes: int = Field(gt=0, description="last-level (L2) cache size")
@@ -96,7 +98,9 @@ class Dma(_Strict):
 class Nmc(_Strict):
     present: bool = Field(description="near-memory compute: DRAM executes op-and-store updates")
     update_overhead: float = Field(
-        default=1.0, ge=1.0, description="channel cost of one NMC update relative to a plain write of the same bytes"
+        default=1.0,
+        ge=1.0,
+        description="channel cost of one NMC update relative to a plain write of the same bytes",
     )
 
 
@@ -110,7 +114,10 @@ class Mca(_Strict):
         default=0.8, gt=0, le=1, description="HBM occupancy below which communication may issue (fraction)"
     )
     starvation_share: float = Field(
-        default=0.05, ge=0, lt=1, description="minimum HBM share guaranteed to communication (starvation bound)"
+        default=0.05,
+        ge=0,
+        lt=1,
+        description="minimum HBM share guaranteed to communication (starvation bound)",
     )
 
 

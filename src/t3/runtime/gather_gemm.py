@@ -37,7 +37,7 @@ class GatherGemm:
         self.P = plan.n_pieces
         self.split = plan.split_dim
         pa, pk = (self.m // self.P, self.K) if self.split == "m" else (self.m, self.K // self.P)
-        self.ws = buffers.empty((self.world, self.P, pa, pk), A)  # gathered operand, piece-major
+        self.ws = buffers.WORKSPACE.take((self.world, self.P, pa, pk), A)  # gathered operand, piece-major
         for p in range(self.P):
             self.ws[self.rank, p].copy_(self._piece_of(A, p))
         self.B = B
@@ -47,6 +47,10 @@ class GatherGemm:
         for p in range(self.P):
             self.tracker.add(self._region(self.rank, p))
         self.wait_s = 0.0
+
+    def release(self) -> None:
+        """Hand the scratch buffer back for the next call (only after a successful call)."""
+        buffers.WORKSPACE.give_back([self.ws])
 
     def _region(self, q: int, p: int) -> int:
         return q * self.P + p

@@ -94,7 +94,8 @@ class GemmCollective:
         self.rank, self.world, self.P = peers.rank, peers.world, layout.pieces
         self.mm = TiledMatmul(A, B, tile)
         pm, pn = layout.piece_shape
-        self.ws = buffers.empty((self.world, self.P, pm, pn), A)  # local partial sums, region-major
+        self.scratch: list[torch.Tensor] = []
+        self.ws = self._take((self.world, self.P, pm, pn), A)  # local partial sums, region-major
         if all_reduce:
             self.out = buffers.empty((layout.M, layout.N), A)
         else:
@@ -103,6 +104,16 @@ class GemmCollective:
         self.tracker = TileTracker(
             [self.mm.count(layout.block(c, p)) for c in range(self.world) for p in range(self.P)]
         )
+
+    def _take(self, shape: tuple[int, ...], like: torch.Tensor) -> torch.Tensor:
+        t = buffers.WORKSPACE.take(shape, like)
+        self.scratch.append(t)
+        return t
+
+    def release(self) -> None:
+        """Hand the scratch buffers back for the next call (only after a successful call)."""
+        buffers.WORKSPACE.give_back(self.scratch)
+        self.scratch = []
 
     # --- producer (main thread) ---------------------------------------------------------------
     def produce(self) -> None:
@@ -137,7 +148,7 @@ class GemmCollective:
         W, P, r, pe = self.world, self.P, self.rank, self.peers
         prev, nxt = (r - 1) % W, (r + 1) % W
         pm, pn = self.L.piece_shape
-        rbuf = buffers.empty((W - 1, P, pm, pn), self.ws)
+        rbuf = self._take((W - 1, P, pm, pn), self.ws)
         recvs = [
             [
                 pe.irecv(rbuf[s, p], prev, s * P + p, f"RS step {s} chunk {(r - 2 - s) % W} piece {p}")
@@ -161,7 +172,7 @@ class GemmCollective:
     def _reduce_scatter_direct(self) -> list[Pending]:
         W, P, r, pe = self.world, self.P, self.rank, self.peers
         pm, pn = self.L.piece_shape
-        rbuf = buffers.empty((W, P, pm, pn), self.ws)
+        rbuf = self._take((W, P, pm, pn), self.ws)
         others = [q for q in range(W) if q != r]
         recvs = {q: [pe.irecv(rbuf[q, p], q, p, f"RS chunk {r} piece {p}") for p in range(P)] for q in others}
         sends: list[Pending] = []
@@ -182,7 +193,7 @@ class GemmCollective:
         """(receive buffer, output view) for piece p of chunk c in the all-reduce output."""
         b = self.L.block(c, p)
         view = self.out[b.r0 : b.r1, b.c0 : b.c1]
-        return (view, view) if view.is_contiguous() else (buffers.empty(view.shape, view), view)
+        return (view, view) if view.is_contiguous() else (self._take(view.shape, view), view)
 
     def _source(self, c: int, p: int, staged: dict[tuple[int, int], torch.Tensor]) -> torch.Tensor:
         if (c, p) in staged:

@@ -34,6 +34,7 @@ class _Job(Protocol):
 
     def produce(self) -> None: ...
     def communicate(self) -> None: ...
+    def release(self) -> None: ...
 
 
 def _choose(path: str, world: int, flops: float, min_flops: float, blocker: str | None) -> tuple[bool, str]:
@@ -65,6 +66,7 @@ def _run(job: _Job, peers: Peers, stats: RuntimeStats) -> torch.Tensor:
         job.tracker.abort(err)
         raise
     stats.wait_s += comm.join(peers, peers.timeout)
+    job.release()
     stats.tiles = job.mm.tiles
     stats.regions = job.tracker.regions
     stats.produce_s = job.mm.produce_s

@@ -81,7 +81,9 @@ def sublayer_operator(model: ModelSpec, sublayer: str, tp: int, tokens: int | No
         raise WorkloadError(f"tokens: must be > 0, got {t}")
     if model.dtype not in DTYPE_BYTES:
         raise WorkloadError(f"dtype: unknown dtype '{model.dtype}'")
-    width = {"op": model.hidden, "fc2": model.ffn, "fc1-bwd": model.fc1_width, "ip-bwd": model.qkv_width}[sublayer]
+    width = {"op": model.hidden, "fc2": model.ffn, "fc1-bwd": model.fc1_width, "ip-bwd": model.qkv_width}[
+        sublayer
+    ]
     if width % tp:
         raise WorkloadError(f"tp: {model.name} {sublayer} K dimension {width} is not divisible by tp={tp}")
     if t % tp:

@@ -1,0 +1,183 @@
+"""Overlap benchmark of the runtime: sequential vs tile-triggered GEMM -> reduce-scatter / all-reduce.
+
+World size 2 on this host (one process and one GEMM thread per rank, gloo over loopback), for
+shapes where the GEMM and the communication take about the same time. Every variant is measured
+in the same run, alternating repetitions, and the time of a repetition is the slowest rank's:
+
+- ``compute``      the tiled GEMM alone (the producer of the tile-triggered path);
+- ``comm``         the same transfers and reductions alone, on a finished product;
+- ``reference``    ``A @ B`` then torch.distributed's collective (gloo's reduce-scatter is an
+                   all-reduce internally: more bytes than the ring, so it is not the fair baseline);
+- ``sequential``   the tiled path with overlap off: identical regions, bytes and reductions,
+                   communication starting after the whole GEMM;
+- ``tile-triggered`` (one row per plan).
+
+``ideal = max(compute, comm)``; the fraction of the ideal gain achieved is
+``(sequential - t) / (sequential - ideal)``. The last column is the simulator's prediction for
+the same run on the ``cpu-local`` preset, when the simulator API is importable.
+
+Usage: ``PYTHONPATH=src python3 benchmarks/bench_runtime.py [--reps 15] [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _group  # noqa: E402
+
+# (op, M, N, K): compute ~ communication at world size 2 on the cpu-local host (fp32)
+SHAPES = [("rs", 2048, 2048, 128), ("rs", 4096, 2048, 128), ("ar", 2048, 2048, 256)]
+QUICK_SHAPES = [("rs", 2048, 2048, 128)]
+TILE = (256, 2048)
+PLANS = [("shard", 1), ("ficco", 2), ("ficco", 4)]
+
+
+def _timed(make: Callable[[], Callable[[], Any]]) -> float:
+    """Slowest rank's time of ``make()()``; ``make`` (untimed) prepares the call."""
+    import torch
+    import torch.distributed as dist
+
+    fn = make()
+    dist.barrier()
+    t0 = time.perf_counter()
+    fn()
+    t = torch.tensor([time.perf_counter() - t0], dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return float(t.item())
+
+
+def _measure(world: int, op: str, M: int, N: int, K: int, reps: int, seed: int) -> dict[str, float]:
+    import torch
+    import torch.distributed as dist
+
+    from t3.runtime import Plan, matmul_all_reduce, matmul_reduce_scatter, reference
+    from t3.runtime.comm import Peers
+    from t3.runtime.gemm_collective import GemmCollective, Layout
+    from t3.runtime.producer import Block, TiledMatmul
+
+    g = torch.Generator().manual_seed(seed)
+    A, B = torch.randn(M, K, generator=g), torch.randn(K, N, generator=g)
+    fused = matmul_reduce_scatter if op == "rs" else matmul_all_reduce
+    C = A @ B
+    mm = TiledMatmul(A, B, TILE)
+
+    def compute() -> Callable[[], Any]:
+        out = torch.empty(M, N)
+        return lambda: mm.region(Block(0, M, 0, N), out, None, 0)
+
+    def comm() -> Callable[[], Any]:
+        """The ring's transfers and reductions on a finished product (set-up untimed)."""
+        job = GemmCollective(
+            A,
+            B,
+            Peers(None, "bench", 300.0),
+            Layout(M, N, world, 0, "m", 1),
+            "ring",
+            Plan(),
+            TILE,
+            op == "ar",
+        )
+        for c in range(world):
+            job.ws[c, 0].copy_(C[c * (M // world) : (c + 1) * (M // world)])
+            job.tracker.add(job.L.region(c, 0), mm.count(job.L.block(c, 0)))
+        return job.communicate
+
+    def ref() -> Callable[[], Any]:
+        if op == "rs":
+            return lambda: reference.matmul_reduce_scatter(A, B, None, 0)
+        return lambda: reference.matmul_all_reduce(A, B, None)
+
+    def tiled(plan: Plan) -> Callable[[], Callable[[], Any]]:
+        return lambda: lambda: fused(A, B, tile=TILE, plan=plan, path="tiled")
+
+    variants: dict[str, Callable[[], Callable[[], Any]]] = {
+        "compute": compute,
+        "comm": comm,
+        "reference": ref,
+        "sequential": tiled(Plan(overlap=False)),
+    }
+    for gran, pieces in PLANS:
+        plan = Plan(gran, "m", pieces)  # type: ignore[arg-type]
+        variants[f"tile-triggered {plan.describe()}"] = tiled(plan)
+    times: dict[str, list[float]] = {k: [] for k in variants}
+    for make in variants.values():  # warm-up
+        _timed(make)
+    for _ in range(reps):  # interleaved repetitions: drift and other load hit every variant alike
+        for name, make in variants.items():
+            times[name].append(_timed(make))
+    dist.barrier()
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def _rank(rank: int, world: int, shapes: list[tuple[str, int, int, int]], reps: int) -> list[dict[str, Any]]:
+    return [
+        {"op": op, "M": M, "N": N, "K": K, "median": _measure(world, op, M, N, K, reps, seed=rank)}
+        for op, M, N, K in shapes
+    ]
+
+
+def predict(op: str, M: int, N: int, K: int, world: int) -> dict[str, float] | None:
+    """Simulator prediction (sequential, tile-triggered) on the cpu-local preset, if available."""
+    try:
+        from t3.runtime.predict import predict_overlap
+    except ImportError:
+        return None
+    return predict_overlap(op, M, N, K, world, "cpu-local")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=15, help="timed repetitions per variant (median reported)")
+    ap.add_argument("--quick", action="store_true", help="one shape only")
+    args = ap.parse_args()
+    shapes = QUICK_SHAPES if args.quick else SHAPES
+    world = 2
+    import torch
+
+    print(
+        f"# bench_runtime: world size {world}, gloo on 127.0.0.1, 1 GEMM thread per rank, fp32, tile {TILE}, "
+        f"{args.reps} reps (median, slowest rank), torch {torch.__version__}, {_group.cpu_count()} CPUs"
+    )
+    rows = _group.run(_rank, world, shapes, args.reps)[0]
+    for row in rows:
+        med = row["median"]
+        op, M, N, K = row["op"], row["M"], row["N"], row["K"]
+        seq, tc, tm = med["sequential"], med["compute"], med["comm"]
+        ideal = max(tc, tm)
+        sim = predict(op, M, N, K, world)
+        name = {"rs": "GEMM -> reduce-scatter (ring)", "ar": "GEMM -> all-reduce (ring)"}[op]
+        print(
+            f"\n## {name}, M={M} N={N} K={K}: {2 * M * N * K / 1e9:.2f} GFLOP per rank, "
+            f"output {M * N * 4 / 2**20:.0f} MiB per rank"
+        )
+        print(
+            f"{'variant':42s} {'time (ms)':>10s} {'speed-up':>9s} {'of ideal gain':>14s} {'simulated (ms)':>15s}"
+        )
+        for k, t in med.items():
+            gain = (
+                "" if k in ("compute", "comm", "reference") else f"{(seq - t) / (seq - ideal) * 100:13.0f}%"
+            )
+            speed = f"{seq / t:8.2f}x" if k not in ("compute", "comm") else ""
+            s = ""
+            if sim is not None and k == "sequential":
+                s = f"{sim['sequential_s'] * 1e3:15.2f}"
+            elif sim is not None and k.startswith("tile-triggered"):
+                s = f"{sim['overlapped_s'] * 1e3:15.2f}"
+            elif sim is not None and k in ("compute", "comm"):
+                s = f"{sim[k + '_s'] * 1e3:15.2f}"
+            print(f"{k:42s} {t * 1e3:10.2f} {speed:>9s} {gain:>14s} {s:>15s}")
+        print(f"{'ideal = max(compute, comm)':42s} {ideal * 1e3:10.2f} {seq / ideal:8.2f}x {100:13.0f}%")
+    if predict("rs", 8, 8, 8, world) is None:
+        print("\n(simulated column empty: the simulator API is not importable in this checkout)")
+
+
+if __name__ == "__main__":
+    main()

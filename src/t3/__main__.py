@@ -1,0 +1,3 @@
+from t3.cli.main import main
+
+main()

@@ -1,0 +1,234 @@
+"""The schedule vocabulary: operations with resource demands and dependencies.
+
+A :class:`Schedule` is a DAG of :class:`Op`. Each op first waits ``delay_s`` (a pure latency: link
+latency, kernel launch, DMA command overhead), then does *fluid work*: ``amount`` units on each
+resource it names (CU-seconds on a GPU's CU pool, bytes on a GPU's HBM, bytes on a link direction).
+The engine shares every resource among the ops using it and finishes an op when all its work is done.
+
+Schedules are built with :class:`ScheduleBuilder`, which addresses ops by ``(gpu, key)`` and
+resources by role (``cu``/``hbm``/``dma`` of a GPU, the transfer path between two GPUs). In
+*symmetric* mode the builder materialises GPU 0 only and maps every other GPU onto it by rotation
+(``gpu h -> 0``, ``link g>h -> link 0>(h-g) mod N``): for rotation-equivariant schedules (every
+tensor-parallel collective on a ring, mesh or switch) this quotient is exact, and the cost of a
+simulation no longer grows with the number of GPUs. The *all* mode materialises every GPU and is
+used for asymmetric inputs (MoE imbalance, stragglers) and to test the quotient.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+
+from t3.config.hardware import Hardware
+from t3.errors import ScheduleError
+
+# Traffic categories, per GPU, in bytes. "dram.*" are DRAM reads/writes by their cause.
+DRAM_CATEGORIES = (
+    "gemm_read",
+    "gemm_write",
+    "rs_read",
+    "rs_write",
+    "ag_read",
+    "ag_write",
+    "a2a_read",
+    "a2a_write",
+)
+
+
+class Policy:
+    """How a resource's capacity is offered to priority classes (default: one pool, first come)."""
+
+    name = "default"
+
+    def available(self, capacity: float, remaining: float, level: int, lower_levels_waiting: bool) -> float:
+        """Capacity class ``level`` may use, given what higher-priority classes left (``remaining``)."""
+        return remaining
+
+
+@dataclass(slots=True)
+class Resource:
+    name: str
+    capacity: float  # units per second
+    kind: str  # "cu", "hbm", "link", "dma", "port"
+    gpu: int
+    policy: Policy = field(default_factory=Policy)
+
+
+@dataclass(slots=True)
+class Op:
+    id: int
+    gpu: int
+    key: Hashable
+    kind: str  # "gemm-load", "gemm-compute", "rs-step", "ag-step", "send", "reduce", "dma", ...
+    cat: str  # accounting / timeline class: "gemm", "rs", "ag", "a2a"
+    demands: list[tuple[int, float]]  # (resource index, amount in resource units)
+    caps: list[tuple[int, float]]  # (resource index, max usage rate of this op on it)
+    delay_s: float
+    deps: list[int]
+    traffic: dict[str, float]  # e.g. {"gemm_read": bytes, "link": bytes}
+    prio: int = 0  # 0 = served first on resources whose policy distinguishes classes
+    on_start: Callable[[], None] | None = None
+    on_finish: Callable[[], None] | None = None
+
+
+@dataclass
+class Schedule:
+    name: str
+    ops: list[Op]
+    resources: list[Resource]
+    n_gpus: int  # GPUs of the modelled system
+    gpus: list[int]  # GPUs materialised (symmetric: [0])
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def symmetric(self) -> bool:
+        return len(self.gpus) != self.n_gpus
+
+    def traffic_per_gpu(self) -> dict[str, float]:
+        tot: dict[str, float] = {}
+        for op in self.ops:
+            for k, v in op.traffic.items():
+                tot[k] = tot.get(k, 0.0) + v
+        return {k: v / len(self.gpus) for k, v in tot.items()}
+
+
+Ref = tuple[int, Hashable]
+
+
+class ScheduleBuilder:
+    """Builds a :class:`Schedule` for ``n_gpus`` GPUs of ``hw``, symmetric (quotient) or all-GPU."""
+
+    def __init__(self, name: str, hw: Hardware, n_gpus: int, symmetric: bool = True):
+        if n_gpus < 2:
+            raise ScheduleError(f"gpus: need at least 2 GPUs, got {n_gpus}")
+        topo = hw.topology.kind
+        if topo in ("mesh", "switch") and n_gpus > hw.topology.gpus:
+            raise ScheduleError(
+                f"tp: {n_gpus} GPUs exceed the {topo} of {hw.topology.gpus} GPUs in hardware '{hw.name}'"
+            )
+        self.name = name
+        self.hw = hw
+        self.n = n_gpus
+        self.symmetric = symmetric
+        self.gpus = [0] if symmetric else list(range(n_gpus))
+        self._ops: list[Op] = []
+        self._index: dict[Ref, int] = {}
+        self._deps: list[list[Ref]] = []
+        self._res: list[Resource] = []
+        self._res_index: dict[str, int] = {}
+        self.policies: dict[str, Policy] = {}  # resource kind -> policy
+        self.meta: dict = {}
+
+    # ---- resources -------------------------------------------------------------------------
+    def canon(self, gpu: int) -> int:
+        return 0 if self.symmetric else gpu % self.n
+
+    def _resource(self, name: str, capacity: float, kind: str, gpu: int) -> int:
+        idx = self._res_index.get(name)
+        if idx is None:
+            idx = len(self._res)
+            self._res.append(Resource(name, capacity, kind, gpu, self.policies.get(kind, Policy())))
+            self._res_index[name] = idx
+        return idx
+
+    def cu(self, gpu: int) -> int:
+        g = self.canon(gpu)
+        return self._resource(f"cu:{g}", float(self.hw.compute.cus), "cu", g)
+
+    def hbm(self, gpu: int) -> int:
+        g = self.canon(gpu)
+        return self._resource(f"hbm:{g}", self.hw.hbm.effective_Bps, "hbm", g)
+
+    def partition(self, gpu: int, name: str, cus: int) -> int:
+        """A CU partition of ``cus`` CUs owned by kernel ``name`` (ops demand it besides the CU pool)."""
+        g = self.canon(gpu)
+        return self._resource(f"cus:{g}:{name}", float(cus), "cu-part", g)
+
+    def dma(self, gpu: int) -> int:
+        g = self.canon(gpu)
+        d = self.hw.dma
+        return self._resource(f"dma:{g}", d.engines * d.bandwidth_Bps, "dma", g)
+
+    def path(self, src: int, dst: int) -> list[int]:
+        """Resources a transfer src -> dst occupies (per topology); each at bytes/s."""
+        n = self.n
+        src, dst = src % n, dst % n
+        if src == dst:
+            raise ScheduleError(f"transfer from GPU {src} to itself")
+        bw = self.hw.link.bandwidth_Bps
+        kind = self.hw.topology.kind
+        off = (dst - src) % n
+        s = self.canon(src)
+        if kind == "switch":
+            d = self.canon(dst)
+            return [self._resource(f"out:{s}", bw, "port", s), self._resource(f"in:{d}", bw, "port", d)]
+        if kind == "ring" and off not in (1, n - 1):
+            raise ScheduleError(f"ring topology has no link {src}->{dst}")
+        name = f"link:{s}>{(s + off) % n}" if self.symmetric else f"link:{src}>{dst}"
+        return [self._resource(name, bw, "link", s)]
+
+    # ---- ops -------------------------------------------------------------------------------
+    def ref(self, gpu: int, key: Hashable) -> Ref:
+        return (self.canon(gpu), key)
+
+    def add(
+        self,
+        gpu: int,
+        key: Hashable,
+        *,
+        kind: str,
+        cat: str,
+        work: Iterable[tuple[int, float]] = (),
+        caps: Iterable[tuple[int, float]] = (),
+        delay_s: float = 0.0,
+        deps: Iterable[Ref] = (),
+        traffic: dict[str, float] | None = None,
+        prio: int = 0,
+    ) -> Op:
+        ref = self.ref(gpu, key)
+        if self.symmetric and gpu % self.n != 0:
+            raise ScheduleError("symmetric builder materialises GPU 0 only: loop over builder.gpus")
+        if ref in self._index:
+            raise ScheduleError(f"duplicate op {ref}")
+        merged: dict[int, float] = {}
+        for r, a in work:
+            if a < 0:
+                raise ScheduleError(f"op {ref}: negative work on {self._res[r].name}")
+            if a > 0:
+                merged[r] = merged.get(r, 0.0) + a
+        op = Op(
+            id=len(self._ops),
+            gpu=ref[0],
+            key=key,
+            kind=kind,
+            cat=cat,
+            demands=sorted(merged.items()),
+            caps=list(caps),
+            delay_s=float(delay_s),
+            deps=[],
+            traffic={k: v for k, v in (traffic or {}).items() if v},
+            prio=prio,
+        )
+        self._index[ref] = op.id
+        self._ops.append(op)
+        self._deps.append([self.ref(g, k) for g, k in deps])
+        return op
+
+    def has(self, gpu: int, key: Hashable) -> bool:
+        return self.ref(gpu, key) in self._index
+
+    def build(self) -> Schedule:
+        for op, deps in zip(self._ops, self._deps, strict=True):
+            ids = []
+            for d in deps:
+                if d not in self._index:
+                    raise ScheduleError(f"op {(op.gpu, op.key)} depends on unknown op {d}")
+                i = self._index[d]
+                if i == op.id:
+                    raise ScheduleError(
+                        f"op {(op.gpu, op.key)} depends on itself (cyclic under GPU rotation)"
+                    )
+                if i not in ids:
+                    ids.append(i)
+            op.deps = ids
+        return Schedule(self.name, self._ops, self._res, self.n, self.gpus, dict(self.meta))

@@ -22,6 +22,7 @@ Usage: ``PYTHONPATH=src python3 benchmarks/bench_runtime.py [--reps 15] [--quick
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -32,6 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _group  # noqa: E402
+from _predict import predict  # noqa: E402
 
 # (op, M, N, K): compute ~ communication at world size 2 on the cpu-local host (fp32)
 SHAPES = [("rs", 2048, 2048, 128), ("rs", 4096, 2048, 128), ("ar", 2048, 2048, 256)]
@@ -124,15 +126,6 @@ def _rank(rank: int, world: int, shapes: list[tuple[str, int, int, int]], reps: 
     ]
 
 
-def predict(op: str, M: int, N: int, K: int, world: int) -> dict[str, float] | None:
-    """Simulator prediction (sequential, tile-triggered) on the cpu-local preset, if available."""
-    try:
-        from t3.runtime.predict import predict_overlap
-    except ImportError:
-        return None
-    return predict_overlap(op, M, N, K, world, "cpu-local")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=15, help="timed repetitions per variant (median reported)")
@@ -146,37 +139,48 @@ def main() -> None:
         f"# bench_runtime: world size {world}, gloo on 127.0.0.1, 1 GEMM thread per rank, fp32, tile {TILE}, "
         f"{args.reps} reps (median, slowest rank), torch {torch.__version__}, {_group.cpu_count()} CPUs"
     )
+    print(f"# host load average before: {os.getloadavg()[0]:.2f} (1 min)")
     rows = _group.run(_rank, world, shapes, args.reps)[0]
+    print(f"# host load average after: {os.getloadavg()[0]:.2f} (1 min)")
+    any_sim = False
     for row in rows:
         med = row["median"]
         op, M, N, K = row["op"], row["M"], row["N"], row["K"]
         seq, tc, tm = med["sequential"], med["compute"], med["comm"]
         ideal = max(tc, tm)
         sim = predict(op, M, N, K, world)
-        name = {"rs": "GEMM -> reduce-scatter (ring)", "ar": "GEMM -> all-reduce (ring)"}[op]
+        any_sim = any_sim or sim is not None
+        name = {"rs": "GEMM -> reduce-scatter (ring)", "ar": "GEMM -> all-reduce (ring RS + ring AG)"}[op]
         print(
-            f"\n## {name}, M={M} N={N} K={K}: {2 * M * N * K / 1e9:.2f} GFLOP per rank, "
-            f"output {M * N * 4 / 2**20:.0f} MiB per rank"
+            f"\n## {name}, M={M} N={N} K={K} fp32: {2 * M * N * K / 1e9:.2f} GFLOP and "
+            f"{M * N * 4 / 2**20:.0f} MiB of partial output per rank"
         )
         print(
             f"{'variant':42s} {'time (ms)':>10s} {'speed-up':>9s} {'of ideal gain':>14s} {'simulated (ms)':>15s}"
         )
-        for k, t in med.items():
+        simmap = {}
+        if sim is not None:
+            simmap = {"compute": sim["compute_s"], "comm": sim["comm_s"], "sequential": sim["sequential_s"]}
+            for k in med:
+                if k.startswith("tile-triggered") and sim["overlapped_s"] is not None:
+                    simmap[k] = sim["overlapped_s"]
+        for k, t in [*med.items(), ("ideal = max(compute, comm)", ideal)]:
             gain = (
                 "" if k in ("compute", "comm", "reference") else f"{(seq - t) / (seq - ideal) * 100:13.0f}%"
             )
             speed = f"{seq / t:8.2f}x" if k not in ("compute", "comm") else ""
-            s = ""
-            if sim is not None and k == "sequential":
-                s = f"{sim['sequential_s'] * 1e3:15.2f}"
-            elif sim is not None and k.startswith("tile-triggered"):
-                s = f"{sim['overlapped_s'] * 1e3:15.2f}"
-            elif sim is not None and k in ("compute", "comm"):
-                s = f"{sim[k + '_s'] * 1e3:15.2f}"
-            print(f"{k:42s} {t * 1e3:10.2f} {speed:>9s} {gain:>14s} {s:>15s}")
-        print(f"{'ideal = max(compute, comm)':42s} {ideal * 1e3:10.2f} {seq / ideal:8.2f}x {100:13.0f}%")
-    if predict("rs", 8, 8, 8, world) is None:
+            s = simmap.get(k)
+            if k.startswith("ideal") and sim is not None:
+                s = sim["ideal_s"]
+            s_txt = "-" if s is None else f"{s * 1e3:.2f}"
+            print(f"{k:42s} {t * 1e3:10.2f} {speed:>9s} {gain:>14s} {s_txt:>15s}")
+    if not any_sim:
         print("\n(simulated column empty: the simulator API is not importable in this checkout)")
+    else:
+        print(
+            "\n(simulated: t3 simulator on the cpu-local preset; '-' where the simulator has no"
+            " configuration for that variant)"
+        )
 
 
 if __name__ == "__main__":

@@ -54,7 +54,9 @@ def main() -> None:
         sims, evs, events, ops = bench(case, a.batch, a.repeat)
         model, tp, sl, cfg, hwn, sym = case
         mode = "symmetric" if sym else "all-GPU"
-        print(f"{model:12} {tp:3d} {sl:8} {cfg:12} {hwn:11} {mode:9} {ops:6d} {events:7d} {sims:9.1f} {evs:10.0f}")
+        print(
+            f"{model:12} {tp:3d} {sl:8} {cfg:12} {hwn:11} {mode:9} {ops:6d} {events:7d} {sims:9.1f} {evs:10.0f}"
+        )
     print(f"(median of {a.repeat} batches of {a.batch} simulations, one process, one core; units: 1/s)")
 
 

@@ -92,8 +92,16 @@ class Peers:
 class CommThread:
     """Runs a communication body beside the GEMM loop; failures abort the tracker at once."""
 
-    def __init__(self, body: Callable[[], None], tracker: TileTracker, name: str) -> None:
+    def __init__(
+        self, body: Callable[[], None], tracker: TileTracker, name: str, device: torch.device | None = None
+    ) -> None:
         self._body = body
+        # On a GPU, transfers and reductions issued from this thread must be ordered after the
+        # GEMM tiles the main thread enqueued: run them on the main thread's current stream
+        # (ProcessGroupNCCL makes its stream wait on the caller's current stream).
+        self._stream = (
+            torch.cuda.current_stream(device) if device is not None and device.type == "cuda" else None
+        )
         self._tracker = tracker
         self.error: BaseException | None = None
         self._done = threading.Event()
@@ -101,7 +109,11 @@ class CommThread:
 
     def _run(self) -> None:
         try:
-            self._body()
+            if self._stream is not None:
+                with torch.cuda.stream(self._stream):
+                    self._body()
+            else:
+                self._body()
         except BaseException as err:  # noqa: BLE001 - handed to the main thread
             self.error = err
             self._tracker.abort(err)

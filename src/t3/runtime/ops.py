@@ -55,7 +55,7 @@ def _choose(path: str, world: int, flops: float, min_flops: float, blocker: str 
 
 
 def _run(job: _Job, peers: Peers, stats: RuntimeStats) -> torch.Tensor:
-    comm = CommThread(job.communicate, job.tracker, name=f"t3-{peers.op}-comm")
+    comm = CommThread(job.communicate, job.tracker, name=f"t3-{peers.op}-comm", device=job.out.device)
     comm.start()
     try:
         job.produce()

@@ -25,6 +25,7 @@ class TileTracker:
         self._count = [0] * len(expected)
         self._cond = threading.Condition()
         self._error: BaseException | None = None
+        self._added = 0  # tiles counted so far: waiting is bounded by time without progress
         self.wait_s = 0.0  # time spent blocked in wait(), summed over waiters
 
     @property
@@ -37,6 +38,7 @@ class TileTracker:
             if self._error is not None:
                 raise TrackerAborted(f"stopped because the other side failed: {self._error}")
             self._count[region] += tiles
+            self._added += tiles
             if self._count[region] > self._expected[region]:
                 raise RuntimeError(
                     f"tracker: region {region} got more tiles than its {self._expected[region]}"
@@ -55,15 +57,20 @@ class TileTracker:
             self._cond.notify_all()
 
     def wait(self, region: int, timeout: float, what: str) -> None:
-        """Block until ``region`` is ready; raise if the tracker is aborted or ``timeout`` passes."""
+        """Block until ``region`` is ready; raise if the tracker is aborted or no tile at all was
+        counted for ``timeout`` seconds (a long GEMM that makes progress never times out)."""
         t0 = time.perf_counter()
         deadline = t0 + timeout
         with self._cond:
+            seen = self._added
             while self._count[region] < self._expected[region]:
                 if self._error is not None:
                     raise TrackerAborted(f"{what}: stopped because the other side failed: {self._error}")
-                left = deadline - time.perf_counter()
+                now = time.perf_counter()
+                if self._added != seen:
+                    seen, deadline = self._added, now + timeout
+                left = deadline - now
                 if left <= 0:
-                    raise TimeoutError(f"{what}: region {region} not ready after {timeout:.1f} s")
-                self._cond.wait(left)
+                    raise TimeoutError(f"{what}: region {region} not ready, no progress for {timeout:.1f} s")
+                self._cond.wait(min(left, 0.05 + timeout / 10))
             self.wait_s += time.perf_counter() - t0

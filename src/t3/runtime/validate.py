@@ -43,6 +43,8 @@ def operands(A: Any, B: Any) -> None:
             )
         if t.is_sparse or t.layout != torch.strided:
             raise ValueError(f"{name}: expected a dense strided tensor")
+        if t.device.type not in ("cpu", "cuda"):
+            raise ValueError(f"{name}.device: expected a cpu or cuda tensor, got {t.device}")
     if A.dtype != B.dtype:
         raise ValueError(f"B.dtype: must equal A.dtype ({A.dtype}), got {B.dtype}")
     if A.device != B.device:

@@ -117,8 +117,12 @@ class GemmCollective:
 
     # --- producer (main thread) ---------------------------------------------------------------
     def produce(self) -> None:
+        # The rank's own chunk is computed straight into its place in the output: the final
+        # reduction then adds in place, and the first touch of the fresh output's pages (a page
+        # fault each) happens here, in the GEMM, instead of after the last transfer arrived.
         for c, p in self.order:
-            self.mm.region(self.L.block(c, p), self.ws[c, p], self.tracker, self.L.region(c, p))
+            dest = self._own_piece(p) if c == self.rank else self.ws[c, p]
+            self.mm.region(self.L.block(c, p), dest, self.tracker, self.L.region(c, p))
 
     # --- communication thread -----------------------------------------------------------------
     def _ready(self, c: int, p: int) -> None:
@@ -166,7 +170,7 @@ class GemmCollective:
                 sends.append(pe.isend(self.ws[c, p], nxt, s * P + p, f"RS step {s} chunk {c} piece {p}"))
         for p in range(P):
             self._ready(r, p)
-            torch.add(self.ws[r, p], pe.wait(recvs[W - 2][p]), out=self._own_piece(p))
+            self._own_piece(p).add_(pe.wait(recvs[W - 2][p]))
         return sends
 
     def _reduce_scatter_direct(self) -> list[Pending]:
@@ -183,8 +187,7 @@ class GemmCollective:
             sends.append(pe.isend(self.ws[c, p], c, p, f"RS chunk {c} piece {p}"))
         for p in range(P):
             self._ready(r, p)
-            acc = self._own_piece(p)
-            acc.copy_(self.ws[r, p])
+            acc = self._own_piece(p)  # holds this rank's partial already
             for q in others:
                 acc.add_(pe.wait(recvs[q][p]))
         return sends

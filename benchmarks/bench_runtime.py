@@ -1,4 +1,4 @@
-"""Overlap benchmark of the runtime: sequential vs tile-triggered GEMM -> reduce-scatter / all-reduce.
+"""Overlap benchmark of the runtime: sequential vs tile-triggered GEMM -> RS / AR and AG -> GEMM.
 
 World size 2 on this host (one process and one GEMM thread per rank, gloo over loopback), for
 shapes where the GEMM and the communication take about the same time. Every variant is measured
@@ -45,8 +45,9 @@ import _group  # noqa: E402
 from _predict import predict  # noqa: E402
 
 # (op, M, N, K): compute ~ communication at world size 2 on the cpu-local host (fp32)
-SHAPES = [("rs", 2048, 2048, 128), ("rs", 4096, 2048, 128), ("ar", 2048, 2048, 256)]
-QUICK_SHAPES = [("rs", 2048, 2048, 128)]
+# (op, M, N, K); for "ag", M is the rows of one rank's shard (the GEMM has world * M rows)
+SHAPES = [("rs", 2048, 2048, 128), ("rs", 4096, 2048, 128), ("ar", 2048, 2048, 256), ("ag", 2048, 96, 2048)]
+QUICK_SHAPES = [("rs", 2048, 2048, 128), ("ag", 2048, 96, 2048)]
 TILE = (256, 2048)
 PLANS = [("shard", 1), ("ficco", 2), ("ficco", 4)]
 
@@ -72,41 +73,40 @@ def _measure(
     import torch
     import torch.distributed as dist
 
-    from t3.runtime import Plan, matmul_all_reduce, matmul_reduce_scatter, reference
+    from t3.runtime import Plan, all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter, reference
     from t3.runtime.comm import Peers
+    from t3.runtime.gather_gemm import GatherGemm
     from t3.runtime.gemm_collective import GemmCollective, Layout
     from t3.runtime.producer import Block, TiledMatmul
 
     g = torch.Generator().manual_seed(seed)
     A, B = torch.randn(M, K, generator=g), torch.randn(K, N, generator=g)
-    fused = matmul_reduce_scatter if op == "rs" else matmul_all_reduce
-    C = A @ B
-    mm = TiledMatmul(A, B, TILE)
+    fused = {"rs": matmul_reduce_scatter, "ar": matmul_all_reduce, "ag": all_gather_matmul}[op]
+    rows = world * M if op == "ag" else M  # rows of the GEMM every rank computes
+    mm = TiledMatmul(torch.randn(rows, K, generator=g), B, TILE)
+    C = mm.A @ B
 
     def compute() -> Callable[[], Any]:
-        out = torch.empty(M, N)
-        return lambda: mm.region(Block(0, M, 0, N), out, None, 0)
+        out = torch.empty(rows, N)
+        return lambda: mm.region(Block(0, rows, 0, N), out, None, 0)
 
     def comm() -> Callable[[], Any]:
-        """The ring's transfers and reductions on a finished product (set-up untimed)."""
-        job = GemmCollective(
-            A,
-            B,
-            Peers(None, "bench", 300.0),
-            Layout(M, N, world, 0, "m", 1),
-            "ring",
-            Plan(),
-            TILE,
-            op == "ar",
-        )
-        for c in range(world):
-            job.ws[c, 0].copy_(C[c * (M // world) : (c + 1) * (M // world)])
+        """The algorithm's transfers and reductions alone, on a finished product (set-up untimed)."""
+        peers = Peers(None, "bench", 300.0)
+        if op == "ag":
+            return GatherGemm(A, B, peers, "ring", Plan(), TILE).communicate
+        job = GemmCollective(A, B, peers, Layout(M, N, world, 0, "m", 1), "ring", Plan(), TILE, op == "ar")
+        for c in range(world):  # as the producer leaves them: own chunk in the output, others in ws
+            dest = job._own_piece(0) if c == peers.rank else job.ws[c, 0]
+            dest.copy_(C[c * (M // world) : (c + 1) * (M // world)])
             job.tracker.add(job.L.region(c, 0), mm.count(job.L.block(c, 0)))
         return job.communicate
 
     def ref() -> Callable[[], Any]:
         if op == "rs":
             return lambda: reference.matmul_reduce_scatter(A, B, None, 0)
+        if op == "ag":
+            return lambda: reference.all_gather_matmul(A, B, None)
         return lambda: reference.matmul_all_reduce(A, B, None)
 
     def tiled(plan: Plan) -> Callable[[], Callable[[], Any]]:
@@ -165,11 +165,17 @@ def main() -> None:
         cpu = {k: v[2] for k, v in row["median"].items()}
         sim = predict(op, M, N, K, world)
         any_sim = any_sim or sim is not None
-        name = {"rs": "GEMM -> reduce-scatter (ring)", "ar": "GEMM -> all-reduce (ring RS + ring AG)"}[op]
-        print(
-            f"\n## {name}, M={M} N={N} K={K} fp32: {2 * M * N * K / 1e9:.2f} GFLOP and "
-            f"{M * N * 4 / 2**20:.0f} MiB of partial output per rank"
-        )
+        if op == "ag":
+            print(
+                f"\n## all-gather (ring) -> GEMM, shard {M}x{K}, B {K}x{N} fp32: "
+                f"{2 * world * M * N * K / 1e9:.2f} GFLOP per rank, {M * K * 4 / 2**20:.0f} MiB shard per rank"
+            )
+        else:
+            name = {"rs": "GEMM -> reduce-scatter (ring)", "ar": "GEMM -> all-reduce (ring RS + ring AG)"}[op]
+            print(
+                f"\n## {name}, M={M} N={N} K={K} fp32: {2 * M * N * K / 1e9:.2f} GFLOP and "
+                f"{M * N * 4 / 2**20:.0f} MiB of partial output per rank"
+            )
         print(
             f"{'variant':40s} {'median ms':>9s} {'speed-up':>8s} {'of ideal gain':>13s}   "
             f"{'best ms':>8s} {'of ideal gain':>13s}   {'CPU ms/rank':>11s}   {'simulated ms':>12s}"

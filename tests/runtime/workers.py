@@ -181,11 +181,14 @@ def invalid_arguments(rank: int, world: int) -> dict[str, Any]:
     return res
 
 
-def peer_failure(rank: int, world: int, case: Case, victim: int, mode: str, timeout: float) -> dict[str, Any]:
-    """``victim`` dies in the middle of its GEMM (mode 'exit') or never calls the op (mode
-    'hang'); the other ranks must raise PeerError within the timeout."""
+def peer_failure(
+    rank: int, world: int, case: Case, victim: int, mode: str, timeout: float, path: str = "tiled"
+) -> dict[str, Any]:
+    """``victim`` dies between its first and second transfer (mode 'exit') or never calls the op
+    (mode 'hang'); the other ranks must raise PeerError within the timeout. (Dying later, e.g. in
+    the GEMM after all its transfers, may legitimately let the others finish.)"""
     from t3.runtime import PeerError
-    from t3.runtime.producer import TiledMatmul
+    from t3.runtime.comm import Peers
 
     A, B = make_inputs(case.op, "int", rank)
     if rank == victim:
@@ -193,22 +196,18 @@ def peer_failure(rank: int, world: int, case: Case, victim: int, mode: str, time
             time.sleep(timeout + 5.0)
             return {"victim": True}
         calls = {"n": 0}
-        orig_region, orig_product = TiledMatmul.region, TiledMatmul.product
+        orig_isend = Peers.isend
 
-        def die_second(orig: Any) -> Any:
-            def wrapped(self: Any, *a: Any, **k: Any) -> Any:
-                calls["n"] += 1
-                if calls["n"] == 2:
-                    os._exit(3)  # dead in the middle of the operation
-                return orig(self, *a, **k)
+        def isend_then_die(self: Any, *a: Any, **k: Any) -> Any:
+            calls["n"] += 1
+            if calls["n"] == 2:
+                os._exit(3)  # dead in the middle of the operation: one transfer out, the next never
+            return orig_isend(self, *a, **k)
 
-            return wrapped
-
-        TiledMatmul.region = die_second(orig_region)  # type: ignore[method-assign]
-        TiledMatmul.product = die_second(orig_product)  # type: ignore[method-assign]
+        Peers.isend = isend_then_die  # type: ignore[method-assign]
     t0 = time.monotonic()
     try:
-        call(case, A, B, path="tiled", timeout=timeout)
+        call(case, A, B, path=path, timeout=timeout)
         return {"error": None, "elapsed": time.monotonic() - t0}
     except PeerError as err:
         return {"error": "PeerError", "message": str(err), "elapsed": time.monotonic() - t0, "peer": err.peer}

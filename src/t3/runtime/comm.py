@@ -23,7 +23,7 @@ from t3.runtime.tracker import TileTracker, TrackerAborted
 
 @dataclass
 class Pending:
-    work: dist.Work
+    work: dist.Work | None  # None only in error reports of a transfer that failed to issue
     peer: int
     kind: str  # "send" or "receive"
     what: str
@@ -48,17 +48,24 @@ class Peers:
         return r if self.group is None else dist.get_global_rank(self.group, r)
 
     def isend(self, t: torch.Tensor, peer: int, tag: int, what: str) -> Pending:
-        work = dist.isend(t, self._global(peer), group=self.group, tag=tag)
+        try:
+            work = dist.isend(t, self._global(peer), group=self.group, tag=tag)
+        except Exception as err:  # a connection already closed fails at issue time
+            raise self._error(Pending(None, peer, "send", what, t), err, 0.0) from err
         self.bytes_sent += t.numel() * t.element_size()
         return Pending(work, peer, "send", what, t)
 
     def irecv(self, t: torch.Tensor, peer: int, tag: int, what: str) -> Pending:
-        work = dist.irecv(t, self._global(peer), group=self.group, tag=tag)
+        try:
+            work = dist.irecv(t, self._global(peer), group=self.group, tag=tag)
+        except Exception as err:
+            raise self._error(Pending(None, peer, "receive", what, t), err, 0.0) from err
         return Pending(work, peer, "receive", what, t)
 
     def wait(self, p: Pending) -> torch.Tensor:
         if p.done:
             return p.tensor
+        assert p.work is not None
         t0 = time.perf_counter()
         try:
             ok = p.work.wait(timeout=timedelta(seconds=self.timeout))

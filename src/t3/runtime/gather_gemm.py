@@ -37,9 +37,15 @@ class GatherGemm:
         self.P = plan.n_pieces
         self.split = plan.split_dim
         pa, pk = (self.m // self.P, self.K) if self.split == "m" else (self.m, self.K // self.P)
-        self.ws = buffers.WORKSPACE.take((self.world, self.P, pa, pk), A)  # gathered operand, piece-major
-        for p in range(self.P):
-            self.ws[self.rank, p].copy_(self._piece_of(A, p))
+        # the other ranks' shards land in a piece-major workspace; the own shard is used (and sent)
+        # in place when its pieces are contiguous, so the first transfer starts without a copy
+        self.ws = buffers.WORKSPACE.take((self.world - 1, self.P, pa, pk), A)
+        self.shard: list[list[torch.Tensor]] = []
+        for q in range(self.world):
+            if q == self.rank:
+                self.shard.append([self._piece_of(A, p).contiguous() for p in range(self.P)])
+            else:
+                self.shard.append([self.ws[q if q < self.rank else q - 1, p] for p in range(self.P)])
         self.B = B
         self.mm = TiledMatmul(A, B, tile)
         self.out = buffers.empty((self.world * self.m, self.N), A)
@@ -72,7 +78,7 @@ class GatherGemm:
         for q in order:
             for p in range(self.P):
                 self._arrived(q, p)
-                a = self.ws[q, p]
+                a = self.shard[q][p]
                 if self.split == "m":
                     h = self.m // self.P
                     r0 = q * self.m + p * h
@@ -104,7 +110,7 @@ class GatherGemm:
         recvs = [
             [
                 pe.irecv(
-                    self.ws[(r - 1 - s) % W, p],
+                    self.shard[(r - 1 - s) % W][p],
                     prev,
                     s * P + p,
                     f"AG step {s} shard {(r - 1 - s) % W} piece {p}",
@@ -120,7 +126,7 @@ class GatherGemm:
                 if s > 0:
                     pe.wait(recvs[s - 1][p])
                     self.tracker.add(self._region(q, p))
-                sends.append(pe.isend(self.ws[q, p], nxt, s * P + p, f"AG step {s} shard {q} piece {p}"))
+                sends.append(pe.isend(self.shard[q][p], nxt, s * P + p, f"AG step {s} shard {q} piece {p}"))
         for p in range(P):
             pe.wait(recvs[W - 2][p])
             self.tracker.add(self._region((r + 1) % W, p))
@@ -131,9 +137,9 @@ class GatherGemm:
         W, P, r, pe = self.world, self.P, self.rank, self.peers
         order = shard_order(r, W, "direct")[1:]
         recvs = {
-            q: [pe.irecv(self.ws[q, p], q, p, f"AG shard {q} piece {p}") for p in range(P)] for q in order
+            q: [pe.irecv(self.shard[q][p], q, p, f"AG shard {q} piece {p}") for p in range(P)] for q in order
         }
-        sends = [pe.isend(self.ws[r, p], q, p, f"AG shard {r} piece {p}") for p in range(P) for q in order]
+        sends = [pe.isend(self.shard[r][p], q, p, f"AG shard {r} piece {p}") for p in range(P) for q in order]
         for q in order:
             for p in range(P):
                 pe.wait(recvs[q][p])

@@ -128,7 +128,12 @@ def matmul_reduce_scatter(
     stats = RuntimeStats("matmul_reduce_scatter", "tile-triggered" if tiled else "reference", reason, world)
     with torch.no_grad():
         if not tiled:
-            return _finish(reference.matmul_reduce_scatter(A, B, group, scatter_dim), stats, t0, return_stats)
+            return _finish(
+                reference.matmul_reduce_scatter(A, B, group, scatter_dim, float(timeout)),
+                stats,
+                t0,
+                return_stats,
+            )
         stats.algo, stats.plan, stats.tile = algo, plan.describe(), tile
         peers = Peers(group, "matmul_reduce_scatter", float(timeout))
         layout = Layout(M, N, world, scatter_dim, "m" if plan.split_dim == "m" else "n", plan.n_pieces)
@@ -170,7 +175,7 @@ def matmul_all_reduce(
     stats = RuntimeStats("matmul_all_reduce", "tile-triggered" if tiled else "reference", reason, world)
     with torch.no_grad():
         if not tiled:
-            return _finish(reference.matmul_all_reduce(A, B, group), stats, t0, return_stats)
+            return _finish(reference.matmul_all_reduce(A, B, group, float(timeout)), stats, t0, return_stats)
         stats.algo, stats.plan, stats.tile = algo, plan.describe(), tile
         peers = Peers(group, "matmul_all_reduce", float(timeout))
         layout = Layout(M, N, world, 0, "m" if plan.split_dim == "m" else "n", plan.n_pieces)
@@ -212,7 +217,7 @@ def all_gather_matmul(
     stats = RuntimeStats("all_gather_matmul", "tile-triggered" if tiled else "reference", reason, world)
     with torch.no_grad():
         if not tiled:
-            return _finish(reference.all_gather_matmul(A, B, group), stats, t0, return_stats)
+            return _finish(reference.all_gather_matmul(A, B, group, float(timeout)), stats, t0, return_stats)
         stats.algo, stats.plan, stats.tile = algo, plan.describe(), tile
         peers = Peers(group, "all_gather_matmul", float(timeout))
         job = GatherGemm(A, B, peers, algo, plan, tile)

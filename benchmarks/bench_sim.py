@@ -21,6 +21,12 @@ CASES = [
     ("gpt-3", 32, "fc2", "sequential", "paper-80cu", True),
     ("t-nlg", 8, "fc2", "sequential", "paper-80cu", False),
     ("llama-3-70b", 8, "fc2", "sequential", "mi300x-8", True),
+    ("t-nlg", 8, "fc2", "t3", "paper-80cu", True),
+    ("t-nlg", 8, "fc2", "t3-mca", "paper-80cu", True),
+    ("t-nlg", 16, "op", "t3-mca", "paper-80cu", True),
+    ("gpt-3", 32, "fc2", "t3-mca", "paper-80cu", True),
+    ("llama-3-405b", 32, "fc2", "t3-mca", "paper-80cu", True),
+    ("t-nlg", 8, "fc2", "t3-mca", "paper-80cu", False),
 ]
 
 

@@ -53,5 +53,10 @@ def run(
 ) -> dict[str, Any]:  # fmt: skip
     """Simulate one sublayer and return its record (see :func:`record`)."""
     op, hw, spec = resolve(model, tp, sublayer, config, hardware, tokens, hw_overrides)
-    out = spec.run(op, hw, options or RunOptions())
+    options = options or RunOptions()
+    if options.functional:
+        from t3.schedules.t3 import require_functional
+
+        require_functional(config)
+    out = spec.run(op, hw, options)
     return record(op, hw, config, out)

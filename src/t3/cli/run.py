@@ -12,6 +12,8 @@ from t3.api import record, resolve
 from t3.cli.common import fmt_bytes, fmt_time, parse_overrides
 from t3.cli.main import app
 from t3.schedules import RunOptions
+from t3.schedules.t3 import require_functional
+from t3.sim.trace import write_trace
 
 
 @app.command()
@@ -30,13 +32,34 @@ def run(
         None, "--set", help="hardware override KEY=VALUE, e.g. link.bandwidth_Bps=1.5e11"
     ),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+    functional: bool = typer.Option(
+        False, "--functional", help="carry real values through the schedule and check them (t3, t3-mca)"
+    ),
+    trace: str | None = typer.Option(None, "--trace", help="write a Chrome/Perfetto trace JSON to this file"),
 ) -> None:
     """Simulate a tensor-parallel sublayer (GEMM + all-reduce) and print times and bytes."""
     op, hwc, spec = resolve(model, tp, sublayer, config, hw, tokens, parse_overrides(overrides))
-    opts = RunOptions(symmetric=not all_gpus, comm_cus=comm_cus)
-    rec = record(op, hwc, config, spec.run(op, hwc, opts))
+    if functional:
+        require_functional(config)
+    opts = RunOptions(
+        symmetric=not all_gpus, comm_cus=comm_cus, functional=functional, trace=trace is not None
+    )
+    out = spec.run(op, hwc, opts)
+    rec = record(op, hwc, config, out)
+    if trace is not None:
+        write_trace(trace, out.results)
     if as_json:
         print(json.dumps(rec, sort_keys=False))
+    fn = rec.get("functional")
+    if fn is not None and (fn["mismatches"] or fn.get("tiles_with_wrong_update_count")):
+        Console(stderr=True).print(
+            f"error: functional check failed: {fn['mismatches']} of {fn['elements']} owned elements differ from "
+            f"the numpy reduce-scatter (max abs error {fn['max_abs_error']}), "
+            f"{fn.get('tiles_with_wrong_update_count', 0)} tiles lost or reduced twice",
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    if as_json:
         return
     c = Console()
     g = rec["gemm"]
@@ -61,3 +84,22 @@ def run(
     t.add_row("link (sent)", fmt_bytes(rec["link_bytes"]))
     c.print(t)
     c.print(f"simulated {rec['sim']['ops']} ops in {rec['sim']['events']} events")
+    if "tracker" in rec:
+        tr = rec["tracker"]
+        c.print(
+            f"tracker: {tr['entries']} entries, peak occupancy {tr['peak_occupancy']} entries, "
+            f"{tr['triggers']:.0f} DMA triggers per GPU, stall {fmt_time(tr['stall_s'])}"
+        )
+    if "mca" in rec:
+        m = rec["mca"]
+        c.print(
+            f"MCA: threshold {100 * m['threshold']:.1f} % of HBM bandwidth (first-stage GEMM intensity "
+            f"{100 * m['first_stage_intensity']:.1f} %), starvation share {100 * m['starvation_share']:.1f} %"
+        )
+    if fn is not None:
+        c.print(
+            f"functional: {fn['gpus']} GPUs, {fn['elements']} owned elements checked against numpy, "
+            f"{fn['mismatches']} mismatches"
+        )
+    if trace is not None:
+        c.print(f"trace written to {trace}")

@@ -107,11 +107,23 @@ class Nmc(_Strict):
 class Tracker(_Strict):
     entries: int = Field(default=256, gt=0, description="tracker table entries (T3: 256, ~19 KB)")
     granularity_tiles: int = Field(default=1, gt=0, description="wavefront tiles counted per entry")
+    wavefront_tiles_per_tile: int = Field(
+        default=1, gt=0, description="wavefront output tiles in one GEMM macro-tile (entries per tile)"
+    )
 
 
 class Mca(_Strict):
     occupancy_threshold: float = Field(
-        default=0.8, gt=0, le=1, description="HBM occupancy below which communication may issue (fraction)"
+        default=0.8,
+        gt=0,
+        le=1,
+        description="upper bound of the HBM occupancy threshold below which communication may issue (fraction)",
+    )
+    intensity_scale: float = Field(
+        default=1.0,
+        gt=0,
+        description="threshold = intensity_scale x GEMM first-stage HBM intensity (clamped to"
+        " [starvation_share, occupancy_threshold])",
     )
     starvation_share: float = Field(
         default=0.05,

@@ -1,6 +1,6 @@
 """Named configurations (schedule generators). Importing this package registers all of them."""
 
-from t3.schedules import baselines  # noqa: F401  (registers sequential, ideal-gemm-rs-overlap, concurrent)
+from t3.schedules import baselines, t3  # noqa: F401  (registers sequential, ideal-gemm-rs-overlap, concurrent, t3, ...)
 from t3.schedules.base import (
     CONFIGS,
     ConfigSpec,

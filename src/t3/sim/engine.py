@@ -6,10 +6,16 @@ priority level: all ops of a level grow their rate in proportion to their own ma
 (demand-proportional sharing, the behaviour of a first-come queue fed by several streams) until a
 resource saturates; ops on a saturated resource freeze; the rest keep growing. A resource's
 :class:`~t3.sim.schedule.Policy` decides how much of its capacity each priority level may use
-(that is where memory-controller arbitration plugs in).
+(that is where memory-controller arbitration plugs in); it is told how much the lower levels active
+on the resource would use.
 
 The engine knows nothing of GEMMs or collectives: only ops, amounts, resources and dependencies.
 Cost is O(events x active ops), independent of the bytes moved.
+
+Counting semaphores (:class:`~t3.sim.schedule.Semaphore`) model finite tables and buffers: a ready op
+that must ``acquire`` units waits (first come, first served) until they are free, then starts; units
+come back when an op that releases them finishes. ``Result.meta["semaphores"]`` reports, per
+semaphore, the peak units held, the number of ops that had to wait and their total waiting time.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from collections import deque
 from dataclasses import dataclass, field
 
 from t3.sim.schedule import Op, Schedule
@@ -98,6 +105,37 @@ class Engine:
         usage: list | None = [] if self.trace else None
         rng = self.rng
         jitter = self.jitter
+        sems = sched.semaphores
+        ns = len(sems)
+        held = [0] * ns
+        peak = [0] * ns
+        waits = [0] * ns
+        wait_s = [0.0] * ns
+        queues: list[deque[int]] = [deque() for _ in range(ns)]
+        since: dict[int, float] = {}
+        granted = [False] * n
+        levels: list[list[tuple[float, int]]] | None = [[] for _ in range(ns)] if self.trace else None
+
+        def fits(i: int) -> bool:
+            return all(held[s] == 0 or held[s] + u <= sems[s].capacity for s, u in ops[i].acquire)
+
+        def take(i: int) -> None:
+            granted[i] = True
+            for s, u in ops[i].acquire:
+                held[s] += u
+                if held[s] > peak[s]:
+                    peak[s] = held[s]
+                if levels is not None:
+                    levels[s].append((now, held[s]))
+
+        def drain() -> None:
+            for q in queues:
+                while q and fits(q[0]):
+                    i = q.popleft()
+                    s0 = ops[i].acquire[0][0]
+                    wait_s[s0] += now - since.pop(i)
+                    take(i)
+                    work.append((0, i))
 
         work: list[tuple[int, int]] = [
             (0, i) for i in range(n) if indeg[i] == 0
@@ -112,6 +150,14 @@ class Engine:
                 what, i = work.pop(0)
                 op: Op = ops[i]
                 if what == 0:
+                    if op.acquire and not granted[i]:
+                        s0 = op.acquire[0][0]
+                        if any(queues[s] for s, _ in op.acquire) or not fits(i):
+                            queues[s0].append(i)
+                            since[i] = now
+                            waits[s0] += 1
+                            continue
+                        take(i)
                     start[i] = now
                     if op.on_start is not None:
                         op.on_start()
@@ -133,6 +179,12 @@ class Engine:
                     end[i] = now
                     if op.on_finish is not None:
                         op.on_finish()
+                    if op.release:
+                        for s, u in op.release:
+                            held[s] -= u
+                            if levels is not None:
+                                levels[s].append((now, held[s]))
+                        drain()
                     new = []
                     for c in children[i]:
                         indeg[c] -= 1
@@ -189,24 +241,48 @@ class Engine:
             process()
             dirty = True
         if any(math.isnan(e) for e in end):
+            blocked = [f"{ops[i].gpu}:{ops[i].key}" for q in queues for i in q][:5]
+            if blocked:
+                raise DeadlockError(f"ops wait forever for semaphore units: {', '.join(blocked)}")
             missing = [f"{op.gpu}:{op.key}" for op in ops if math.isnan(end[op.id])][:5]
             raise DeadlockError(f"ops never became ready (dependency cycle?): {', '.join(missing)}")
-        return Result(sched, start, end, max(end, default=0.0), events, usage)
+        meta: dict = {}
+        if ns:
+            meta["semaphores"] = {
+                sm.name: {"capacity": sm.capacity, "peak": peak[k], "waits": waits[k], "wait_s": wait_s[k]}
+                for k, sm in enumerate(sems)
+            }
+            if levels is not None:
+                meta["semaphore_levels"] = {sm.name: levels[k] for k, sm in enumerate(sems)}
+        return Result(sched, start, end, max(end, default=0.0), events, usage, meta)
 
     @staticmethod
     def _allocate(active, ops, xmax, cap, policies, rate) -> None:
         """Progressive filling by priority level; writes ``rate`` for every active op."""
         levels = sorted({ops[i].prio for i in active})
         used: dict[int, float] = {}
-        lowest = levels[-1]
+        # demand (at maximum rates) of the levels below the current one, per resource
+        lower: dict[int, float] = {}
+        if len(levels) > 1:
+            for i in active:
+                if ops[i].prio != levels[0]:
+                    for r, a in ops[i].demands:
+                        lower[r] = lower.get(r, 0.0) + xmax[i] * a
         for lvl in levels:
             group = [i for i in active if ops[i].prio == lvl]
+            if lvl != levels[0]:
+                for i in group:
+                    for r, a in ops[i].demands:
+                        lower[r] -= xmax[i] * a
             avail: dict[int, float] = {}
             for i in group:
                 for r, _ in ops[i].demands:
                     if r not in avail:
                         rem = cap[r] - used.get(r, 0.0)
-                        avail[r] = policies[r].available(cap[r], rem, lvl, lvl != lowest)
+                        low = lower.get(r, 0.0)
+                        avail[r] = policies[r].available(
+                            cap[r], rem, lvl, low if low > 1e-12 * cap[r] else 0.0
+                        )
             t = 0.0
             unfrozen = group
             while unfrozen:

@@ -40,8 +40,11 @@ class Policy:
 
     name = "default"
 
-    def available(self, capacity: float, remaining: float, level: int, lower_levels_waiting: bool) -> float:
-        """Capacity class ``level`` may use, given what higher-priority classes left (``remaining``)."""
+    def available(self, capacity: float, remaining: float, level: int, lower_demand: float) -> float:
+        """Capacity class ``level`` may use, given what higher-priority classes left (``remaining``).
+
+        ``lower_demand`` is the rate lower-priority ops active on this resource would use at their
+        maximum rates (units/s; 0.0 when no lower-priority op waits for it)."""
         return remaining
 
 
@@ -69,6 +72,19 @@ class Op:
     prio: int = 0  # 0 = served first on resources whose policy distinguishes classes
     on_start: Callable[[], None] | None = None
     on_finish: Callable[[], None] | None = None
+    acquire: list[tuple[int, int]] = field(default_factory=list)  # (semaphore, units) taken before start
+    release: list[tuple[int, int]] = field(default_factory=list)  # (semaphore, units) given back at finish
+
+
+@dataclass(slots=True)
+class Semaphore:
+    """A counting constraint (finite table entries, buffers): ops take units before they start and
+    other ops give them back when they finish. Waiters are served first-come (FIFO); a request larger
+    than the capacity is granted when nothing is held (it then runs alone)."""
+
+    name: str
+    capacity: int
+    gpu: int
 
 
 @dataclass
@@ -79,6 +95,7 @@ class Schedule:
     n_gpus: int  # GPUs of the modelled system
     gpus: list[int]  # GPUs materialised (symmetric: [0])
     meta: dict = field(default_factory=dict)
+    semaphores: list[Semaphore] = field(default_factory=list)
 
     @property
     def symmetric(self) -> bool:
@@ -117,6 +134,8 @@ class ScheduleBuilder:
         self._res: list[Resource] = []
         self._res_index: dict[str, int] = {}
         self.policies: dict[str, Policy] = {}  # resource kind -> policy
+        self._sems: list[Semaphore] = []
+        self._sem_index: dict[str, int] = {}
         self.meta: dict = {}
 
     # ---- resources -------------------------------------------------------------------------
@@ -167,6 +186,19 @@ class ScheduleBuilder:
         name = f"link:{s}>{(s + off) % n}" if self.symmetric else f"link:{src}>{dst}"
         return [self._resource(name, bw, "link", s)]
 
+    def semaphore(self, gpu: int, kind: str, capacity: int) -> int:
+        """The counting semaphore ``kind`` of ``gpu`` (created on first use with ``capacity`` units)."""
+        if capacity <= 0:
+            raise ScheduleError(f"semaphore {kind}: capacity must be > 0, got {capacity}")
+        g = self.canon(gpu)
+        name = f"{kind}:{g}"
+        idx = self._sem_index.get(name)
+        if idx is None:
+            idx = len(self._sems)
+            self._sems.append(Semaphore(name, int(capacity), g))
+            self._sem_index[name] = idx
+        return idx
+
     # ---- ops -------------------------------------------------------------------------------
     def ref(self, gpu: int, key: Hashable) -> Ref:
         return (self.canon(gpu), key)
@@ -184,6 +216,8 @@ class ScheduleBuilder:
         deps: Iterable[Ref] = (),
         traffic: dict[str, float] | None = None,
         prio: int = 0,
+        acquire: Iterable[tuple[int, int]] = (),
+        release: Iterable[tuple[int, int]] = (),
     ) -> Op:
         ref = self.ref(gpu, key)
         if self.symmetric and gpu % self.n != 0:
@@ -208,6 +242,8 @@ class ScheduleBuilder:
             deps=[],
             traffic={k: v for k, v in (traffic or {}).items() if v},
             prio=prio,
+            acquire=[(s, int(u)) for s, u in acquire if u > 0],
+            release=[(s, int(u)) for s, u in release if u > 0],
         )
         self._index[ref] = op.id
         self._ops.append(op)
@@ -231,4 +267,4 @@ class ScheduleBuilder:
                 if i not in ids:
                     ids.append(i)
             op.deps = ids
-        return Schedule(self.name, self._ops, self._res, self.n, self.gpus, dict(self.meta))
+        return Schedule(self.name, self._ops, self._res, self.n, self.gpus, dict(self.meta), list(self._sems))

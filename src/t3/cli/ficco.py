@@ -1,0 +1,129 @@
+"""``t3 ficco``: explore FiCCO's schedule design space for one operator, select, characterise."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from t3.cli.common import fmt_time
+from t3.cli.main import app
+from t3.config.hardware import load_hardware
+from t3.ficco.space import FiccoOperator
+
+ficco_app = typer.Typer(
+    help="FiCCO schedule design space: explore, select, characterise.", no_args_is_help=True
+)
+app.add_typer(ficco_app, name="ficco")
+
+
+def _operator(op: str, m: int, n: int, k: int, gpus: int, dtype: str, skew: float) -> FiccoOperator:
+    return FiccoOperator(op, m, n, k, gpus, dtype, skew)
+
+
+_OP = typer.Option("gemm-rs", "--op", help="ag-gemm, gemm-rs or moe")
+_M = typer.Option(8192, "--m", help="GEMM M (rows; MoE: routed rows per GPU)")
+_N = typer.Option(4096, "--n", help="GEMM N (columns; MoE: expert FFN width)")
+_K = typer.Option(1792, "--k", help="GEMM K (inner; MoE: hidden width)")
+_G = typer.Option(8, "--gpus", help="GPUs")
+_HW = typer.Option("mi300x-8", "--hw", help="hardware preset name or TOML file")
+_DT = typer.Option("bf16", "--dtype", help="fp16, bf16, fp8, fp32")
+_SK = typer.Option(0.0, "--skew", help="MoE routing skew in [0, 1)")
+_J = typer.Option(False, "--json", help="print one JSON object")
+
+
+@ficco_app.command()
+def explore(
+    op: str = _OP, m: int = _M, n: int = _N, k: int = _K, gpus: int = _G, hw: str = _HW,
+    dtype: str = _DT, skew: float = _SK, as_json: bool = _J,
+    top: int = typer.Option(0, "--top", help="show only the fastest TOP schedules (0 = all)"),
+) -> None:  # fmt: skip
+    """Simulate every legal schedule of one operator with its decomposition and contention losses."""
+    from t3.ficco.losses import explore as run_explore
+
+    fop = _operator(op, m, n, k, gpus, dtype, skew)
+    h = load_hardware(hw)
+    res = run_explore(fop, h).to_json()
+    if as_json:
+        print(json.dumps(res))
+        return
+    c = Console(width=140)
+    c.print(f"[bold]{fop.describe()}[/] on {h.name}: GEMM alone {fmt_time(res['gemm_alone_s'])}, "
+            f"collective alone {fmt_time(res['comm_alone_s'])}, bulk {fmt_time(res['bulk_s'])}")  # fmt: skip
+    t = Table(title=f"{len(res['schedules'])} legal schedules ({len(res['skipped'])} skipped), fastest first")
+    for col in ("schedule", "time", "vs bulk", "vs best shard", "decomposition", "contention"):
+        t.add_column(col, justify="left" if col == "schedule" else "right")
+    rows = sorted(res["schedules"], key=lambda r: (r["time_s"], r["name"]))
+    for r in rows[: top or None]:
+        lo = r["losses"]
+        vs = f"{r['speedup_vs_shard']:.3f}x" if r["speedup_vs_shard"] else "-"
+        t.add_row(r["name"], fmt_time(r["time_s"]), f"{r['speedup_vs_bulk']:.3f}x", vs,
+                  f"{fmt_time(lo['decomposition_s'])} ({lo['decomposition_pct']:.1f} %)",
+                  f"{fmt_time(lo['contention_s'])} ({lo['contention_pct']:.1f} %)")  # fmt: skip
+    c.print(t)
+    c.print(f"best: [bold]{res['best']}[/] {fmt_time(res['best_time_s'])}")
+
+
+@ficco_app.command()
+def select(
+    op: str = _OP, m: int = _M, n: int = _N, k: int = _K, gpus: int = _G, hw: str = _HW,
+    dtype: str = _DT, skew: float = _SK, as_json: bool = _J,
+) -> None:  # fmt: skip
+    """The heuristic's schedule from static operator sizes alone (no simulation)."""
+    from t3.ficco.select import select as pick
+
+    fop = _operator(op, m, n, k, gpus, dtype, skew)
+    h = load_hardware(hw)
+    t0 = time.perf_counter()
+    name, feats = pick(fop, h)
+    dt = time.perf_counter() - t0
+    if as_json:
+        print(json.dumps({"schedule": name, "features": feats}))
+        return
+    c = Console(width=140)
+    c.print(f"[bold]{name}[/] for {fop.describe()} on {h.name} (decided in {dt * 1e3:.2f} ms)")
+    for key, v in feats.items():
+        if isinstance(v, dict):
+            c.print(f"  {key.removesuffix('_s')}:")
+            for k2, v2 in v.items():
+                c.print(f"    {k2}: {fmt_time(v2)}")
+        elif key.endswith("_s"):
+            c.print(f"  {key.removesuffix('_s')}: {fmt_time(v)}")
+        else:
+            c.print(f"  {key}: {v:.4g}" if isinstance(v, float) else f"  {key}: {v}")
+
+
+@ficco_app.command()
+def characterise(
+    hw: str = _HW,
+    as_json: bool = _J,
+) -> None:
+    """Decomposition loss of 8- and 64-way splits along M and K over a range of GEMM shapes."""
+    from t3.ficco.characterise import characterise as char
+    from t3.ficco.characterise import dma_efficiency
+
+    h = load_hardware(hw)
+    rows = char(h)
+    dma = dma_efficiency(h)
+    if as_json:
+        print(json.dumps({"hardware": h.name, "gemm": rows, "dma": dma}))
+        return
+    c = Console(width=140)
+    t = Table(title=f"decomposition loss on {h.name} (% of the whole GEMM's time, bf16)")
+    for col in ("GEMM MxNxK", "whole", "M/8", "M/64", "K/8", "K/64"):
+        t.add_column(col, justify="right")
+    for r in rows:
+        cells = [
+            f"{r[f'{x}_loss_pct']:.1f} %" if f"{x}_loss_pct" in r else "-" for x in ("M8", "M64", "K8", "K64")
+        ]
+        t.add_row(f"{r['m']}x{r['n']}x{r['k']}", fmt_time(r["whole_s"]), *cells)
+    c.print(t)
+    t = Table(title="one DMA command over one link")
+    for col in ("bytes", "time", "efficiency"):
+        t.add_column(col, justify="right")
+    for r in dma:
+        t.add_row(f"{r['bytes'] / 1e6:.3f} MB", fmt_time(r["time_s"]), f"{r['efficiency_pct']:.1f} %")
+    c.print(t)

@@ -1,0 +1,252 @@
+"""``t3 reproduce ficco``: exhaustive search over the scenario set, heuristic fit and evaluation,
+figures, JSON and a Markdown report.
+
+Procedure: every case (operator x hardware) is explored exhaustively (every legal schedule simulated
+with its losses, in a process pool). The heuristic's thresholds are fitted on the design cases only
+(:func:`t3.ficco.select.fit`), then the fitted heuristic picks a schedule for every unseen case from
+static sizes; a pick is right when its simulated time is within 2% of the exhaustive best.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from t3.config.hardware import load_hardware
+from t3.experiments.parallel import pmap
+from t3.ficco.characterise import characterise, dma_efficiency
+from t3.ficco.losses import explore
+from t3.ficco.scenarios import Case, cases
+from t3.ficco.select import SHIPPED, Rules, features, fit, rule_pick, rules_dict, select, within
+from t3.ficco.space import FiccoOperator
+
+TOL = 0.02
+
+
+def run_case(case: Case) -> dict[str, Any]:
+    hw = load_hardware(case.hardware)
+    ex = explore(case.fop, hw)
+    j = ex.to_json()
+    j.update(case=case.key, index=case.index, subset=case.subset, features=features(case.fop, hw))
+    j["times"] = {r["name"]: r["time_s"] for r in j["schedules"]}
+    return j
+
+
+def _geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def evaluate(rows: list[dict], rules: Rules) -> dict[str, Any]:
+    per = []
+    for row in rows:
+        hw = load_hardware(row["hardware"])
+        o = row["operator"]
+        fop = FiccoOperator(o["op"], o["m"], o["n"], o["k"], o["gpus"], o["dtype"], o["skew"], o["label"])
+        name, _ = select(fop, hw, rules)
+        t = row["times"][name]
+        per.append({
+            "case": row["case"], "subset": row["subset"], "label": o["label"], "hardware": row["hardware"],
+            "pick": name, "pick_s": t, "best": row["best"], "best_s": row["best_time_s"],
+            "right": within(row["times"], name, TOL), "gap_pct": 100.0 * (t / row["best_time_s"] - 1.0),
+            "pick_vs_bulk": row["bulk_s"] / t,
+            "pick_vs_shard": (row["best_shard_s"] / t) if row["best_shard_s"] else None,
+            "best_vs_bulk": row["bulk_s"] / row["best_time_s"],
+        })  # fmt: skip
+    out: dict[str, Any] = {"cases": per}
+    for subset in ("design", "unseen", "all"):
+        sel = [p for p in per if subset == "all" or p["subset"] == subset]
+        vb = [p["pick_vs_bulk"] for p in sel]
+        vs = [p["pick_vs_shard"] for p in sel if p["pick_vs_shard"]]
+        out[subset] = {
+            "cases": len(sel),
+            "right": sum(p["right"] for p in sel),
+            "accuracy_pct": 100.0 * sum(p["right"] for p in sel) / max(1, len(sel)),
+            "speedup_vs_bulk_geomean": _geomean(vb), "speedup_vs_bulk_max": max(vb, default=float("nan")),
+            "speedup_vs_shard_geomean": _geomean(vs), "speedup_vs_shard_max": max(vs, default=float("nan")),
+            "best_vs_bulk_geomean": _geomean([p["best_vs_bulk"] for p in sel]),
+        }  # fmt: skip
+    return out
+
+
+def reproduce(
+    out_dir: Path, *, workers: int | None = None, limit: int | None = None, progress: bool = True
+) -> dict:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cs = cases(limit)
+    rows = pmap(run_case, cs, workers=workers, desc="ficco cases", progress=progress)
+    design = [r for r in rows if r["subset"] == "design"]
+    fitted, design_acc = fit(design, TOL)
+    ev = evaluate(rows, fitted)
+    char = {h: characterise(load_hardware(h)) for h in ("mi300x-8", "h100-8")}
+    dma = {h: dma_efficiency(load_hardware(h)) for h in ("mi300x-8", "h100-8")}
+    result = {
+        "tolerance_pct": 100 * TOL,
+        "rules_fitted": rules_dict(fitted),
+        "rules_shipped": rules_dict(SHIPPED),
+        "fitted_equals_shipped": fitted == SHIPPED,
+        "design_fit_accuracy_pct": 100.0 * design_acc,
+        "evaluation": ev,
+        "characterisation": char,
+        "dma_efficiency": dma,
+        "explorations": [{k: v for k, v in r.items() if k != "times"} for r in rows],
+    }
+    (out_dir / "ficco.json").write_text(json.dumps(result, indent=1, sort_keys=True, default=_nan))
+    figs = figures(rows, ev, char, out_dir)
+    (out_dir / "report.md").write_text(report(result, rows, figs))
+    return result
+
+
+def _nan(x):
+    return None
+
+
+def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = []
+    # 1. design-space heatmaps: best speedup over bulk per (comm+executor, pieces), a few cases
+    pick = [r for r in rows if r["index"] in (1, 7, 13, 22, 28)] or rows[:1]
+    hws = sorted({r["hardware"] for r in pick})
+    idx = sorted({r["index"] for r in pick})
+    fig, axes = plt.subplots(len(hws), len(idx), figsize=(3.3 * len(idx), 3.0 * len(hws)), squeeze=False)
+    ys = ["shard-cu", "shard-dma", "ficco-cu", "ficco-dma"]
+    im = None
+    for r in pick:
+        ax = axes[hws.index(r["hardware"])][idx.index(r["index"])]
+        gs = sorted({s["axes"]["pieces"] for s in r["schedules"] if s["axes"]["comm"] != "bulk"})
+        grid = [[float("nan")] * len(gs) for _ in ys]
+        for s in r["schedules"]:
+            a = s["axes"]
+            if a["comm"] == "bulk":
+                continue
+            y, x = ys.index(f"{a['comm']}-{a['executor']}"), gs.index(a["pieces"])
+            v = s["speedup_vs_bulk"]
+            if math.isnan(grid[y][x]) or v > grid[y][x]:
+                grid[y][x] = v
+        im = ax.imshow(grid, cmap="RdYlGn", vmin=0.5, vmax=1.5, aspect="auto")
+        ax.set_xticks(range(len(gs)), [str(g) for g in gs])
+        ax.set_yticks(range(len(ys)), ys if idx.index(r["index"]) == 0 else [""] * len(ys))
+        ax.set_xlabel("compute pieces g", fontsize=7)
+        ax.set_title(f"{r['operator']['label'][:30]}\n{r['hardware']}", fontsize=7)
+        for y in range(len(ys)):
+            for x in range(len(gs)):
+                if not math.isnan(grid[y][x]):
+                    ax.text(x, y, f"{grid[y][x]:.2f}", ha="center", va="center", fontsize=6)
+    fig.subplots_adjust(hspace=0.55)
+    fig.colorbar(im, ax=axes.ravel().tolist(), label="best speedup over bulk (x) per cell")
+    p = out / "design_space_heatmaps.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    names.append(p.name)
+    # 2. loss signatures: decomposition vs contention (% of time) of every schedule, by comm kind
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for comm, col in (("shard", "tab:blue"), ("ficco", "tab:red")):
+        xs, ys = [], []
+        for r in rows:
+            for s in r["schedules"]:
+                if s["axes"]["comm"] == comm:
+                    xs.append(s["losses"]["decomposition_pct"])
+                    ys.append(s["losses"]["contention_pct"])
+        ax.scatter(xs, ys, s=4, alpha=0.35, c=col, label=comm)
+    ax.set_xlabel("decomposition loss (% of schedule time)")
+    ax.set_ylabel("contention loss (% of schedule time)")
+    ax.set_xlim(-5, 150)
+    ax.legend()
+    ax.set_title("loss signatures of all simulated schedules")
+    p = out / "loss_signatures.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    names.append(p.name)
+    # 3. characterisation curves
+    fig, axs = plt.subplots(1, 2, figsize=(10, 4))
+    for ax, (h, rs) in zip(axs, char.items(), strict=True):
+        lbl = [f"{r['m']}x{r['n']}x{r['k']}" for r in rs]
+        for key in ("M8", "M64", "K8", "K64"):
+            ax.plot(
+                range(len(rs)), [r.get(f"{key}_loss_pct", float("nan")) for r in rs], marker="o", label=key
+            )
+        ax.set_yscale("symlog")
+        ax.set_xticks(range(len(rs)), lbl, rotation=60, fontsize=6)
+        ax.set_ylabel("decomposition loss (% of whole GEMM)")
+        ax.set_title(h)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    p = out / "decomposition_characterisation.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    names.append(p.name)
+    # 4. selected vs best speedup per case
+    fig, ax = plt.subplots(figsize=(10, 3.8))
+    cs = ev["cases"]
+    ax.bar([i - 0.2 for i in range(len(cs))], [c["best_vs_bulk"] for c in cs], 0.4, label="exhaustive best")
+    ax.bar([i + 0.2 for i in range(len(cs))], [c["pick_vs_bulk"] for c in cs], 0.4, label="heuristic pick")
+    ax.axhline(1.0, color="k", lw=0.5)
+    ax.set_xticks(range(len(cs)), [c["case"] for c in cs], rotation=90, fontsize=5)
+    ax.set_ylabel("speedup over bulk (x)")
+    ax.legend()
+    fig.tight_layout()
+    p = out / "selection.png"
+    fig.savefig(p, dpi=110)
+    plt.close(fig)
+    names.append(p.name)
+    return names
+
+
+def _us(s: float | None) -> str:
+    return "-" if s is None else f"{s * 1e6:.1f} µs"
+
+
+def report(res: dict, rows: list[dict], figs: list[str]) -> str:
+    ev = res["evaluation"]
+    L = ["# FiCCO reproduction", "", "Produced by `python3 -m t3 reproduce ficco`.", ""]
+    L.append(f"Cases: {ev['all']['cases']} ({ev['design']['cases']} design, {ev['unseen']['cases']} unseen); "
+             f"a pick is right if within {res['tolerance_pct']:.0f}% of the exhaustive best.")  # fmt: skip
+    L += ["", "## Heuristic", ""]
+    L.append(f"Fitted thresholds (design cases): `{json.dumps(res['rules_fitted'])}`; "
+             f"equal to the shipped ones: {res['fitted_equals_shipped']}.")  # fmt: skip
+    L += ["", "| subset | cases | right | accuracy | pick vs bulk geomean / max | pick vs shard geomean / max | best vs bulk geomean |",
+          "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for s in ("design", "unseen", "all"):
+        e = ev[s]
+        L.append(f"| {s} | {e['cases']} | {e['right']} | {e['accuracy_pct']:.1f} % | "
+                 f"{e['speedup_vs_bulk_geomean']:.3f}x / {e['speedup_vs_bulk_max']:.3f}x | "
+                 f"{e['speedup_vs_shard_geomean']:.3f}x / {e['speedup_vs_shard_max']:.3f}x | "
+                 f"{e['best_vs_bulk_geomean']:.3f}x |")  # fmt: skip
+    L += ["", "## Cases", "",
+          "| case | set | operator | hw | bulk | best | best time | pick | pick time | right |",
+          "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    byc = {r["case"]: r for r in rows}
+    for c in ev["cases"]:
+        r = byc[c["case"]]
+        ok = "yes" if c["right"] else f"no (+{c['gap_pct']:.1f} %)"
+        L.append(f"| {c['case']} | {c['subset']} | {c['label']} | {c['hardware']} | {_us(r['bulk_s'])} | "
+                 f"`{c['best']}` | {_us(c['best_s'])} | `{c['pick']}` | {_us(c['pick_s'])} | "
+                 f"{ok} |")  # fmt: skip
+    L += ["", "## Losses of the best schedule per case", "",
+          "| case | best | time | decomposition | contention | ideal-overlap bound |", "|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        b = next(s for s in r["schedules"] if s["name"] == r["best"])
+        lo = b["losses"]
+        L.append(f"| {r['case']} | `{r['best']}` | {_us(b['time_s'])} | {_us(lo['decomposition_s'])} "
+                 f"({lo['decomposition_pct']:.1f} %) | {_us(lo['contention_s'])} ({lo['contention_pct']:.1f} %) | "
+                 f"{_us(r['ideal_overlap_bound_s'])} |")  # fmt: skip
+    L += ["", "## Decomposition-loss characterisation (% of the whole GEMM's time)", ""]
+    for h, rs in res["characterisation"].items():
+        L += [f"{h}:", "", "| GEMM MxNxK | whole | M/8 | M/64 | K/8 | K/64 |", "|---|---|---|---|---|---|"]
+        for r in rs:
+            cells = [
+                f"{r[f'{x}_loss_pct']:.1f} %" if f"{x}_loss_pct" in r else "-"
+                for x in ("M8", "M64", "K8", "K64")
+            ]
+            L.append(f"| {r['m']}x{r['n']}x{r['k']} | {_us(r['whole_s'])} | " + " | ".join(cells) + " |")
+        L.append("")
+    L += ["## Figures", ""] + [f"![{f}]({f})" for f in figs] + [""]
+    return "\n".join(L)
+
+
+__all__ = ["reproduce", "run_case", "evaluate", "rule_pick"]

@@ -1,0 +1,438 @@
+"""Sweep specifications: a TOML file naming base values and a parameter grid, expanded to points.
+
+A spec has three parts (see ``docs/sweeps.md``)::
+
+    name = "link-bandwidth"                      # optional
+    [base]                                       # one value per parameter (defaults of ``t3 run``)
+    model = "t-nlg"
+    hardware = "paper-80cu"
+    "hardware.link.latency_s" = 1e-6             # any hardware field, by dotted path
+    [grid]                                       # one list per parameter; cartesian product
+    config = ["sequential", "concurrent"]
+    "hardware.link.bandwidth_Bps" = [5e10, 1e11]
+    [[zip]]                                      # lists of equal length that vary together (one axis)
+    model = ["t-nlg", "gpt-3"]
+    tp = [8, 16]
+
+Parameters are addressed by dotted path: the workload (``model``, ``tp``, ``sublayer``, ``tokens``), the
+schedule (``config``, ``options.<RunOptions field>``, ``options.params.<name>`` for configuration-specific
+parameters) and the hardware (``hardware`` = preset name or TOML file, ``hardware.<section>.<field>`` =
+override). Every point is resolved (workload shapes, hardware validation, options types) before any
+simulation; the first bad value raises :class:`t3.errors.ConfigError` naming its key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from t3.errors import ConfigError, T3Error
+
+WORKLOAD_KEYS = ("model", "tp", "sublayer", "tokens")
+TOP_KEYS = ("model", "tp", "sublayer", "config", "hardware", "tokens")
+DEFAULTS: dict[str, Any] = {
+    "model": "t-nlg",
+    "tp": 8,
+    "sublayer": "fc2",
+    "config": "sequential",
+    "hardware": "paper-80cu",
+    "tokens": None,
+}
+_TOP_TYPES: dict[str, tuple[type, ...]] = {
+    "model": (str,),
+    "tp": (int,),
+    "sublayer": (str,),
+    "config": (str,),
+    "hardware": (str,),
+    "tokens": (int, type(None)),
+}
+
+
+class SpecFile(BaseModel):
+    """The TOML schema; unknown top-level keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = ""
+    description: str = ""
+    base: dict[str, Any] = {}
+    grid: dict[str, Any] = {}
+    zip: list[dict[str, Any]] = []
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"hardware": {"link": {"bandwidth_Bps": v}}}`` -> ``{"hardware.link.bandwidth_Bps": v}``.
+
+    Quoted dotted keys and nested tables are equivalent. A configuration parameter
+    (``options.params.<name>``) keeps a table value whole.
+    """
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and not key.startswith("options.params."):
+            out.update(_flatten(v, f"{key}."))
+        else:
+            out[key] = v
+    return out
+
+
+@lru_cache(maxsize=1)
+def _run_options_types() -> dict[str, Any]:
+    from t3.schedules import RunOptions
+
+    hints = typing.get_type_hints(RunOptions)
+    return {f.name: hints[f.name] for f in dataclasses.fields(RunOptions)}
+
+
+def _type_ok(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_type_ok(value, a) for a in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if origin is dict or hint is dict:
+        return isinstance(value, dict)
+    return isinstance(value, origin or hint)
+
+
+def check_key(key: str) -> None:
+    """Reject a parameter path that no point could use (hardware paths are checked on resolution)."""
+    if key in TOP_KEYS:
+        return
+    head, _, rest = key.partition(".")
+    if head == "hardware" and rest:
+        return
+    if head == "options" and rest:
+        field, _, sub = rest.partition(".")
+        fields = _run_options_types()
+        if field == "params" and sub:
+            return
+        if field in fields and field != "params" and not sub:
+            return
+        raise ConfigError(
+            f"{key}: unknown option (RunOptions fields: {', '.join(f for f in fields if f != 'params')}, "
+            "or options.params.<name>)"
+        )
+    raise ConfigError(
+        f"{key}: unknown parameter (expected {', '.join(TOP_KEYS)}, hardware.<section>.<field>, "
+        "options.<field> or options.params.<name>)"
+    )
+
+
+def check_value(key: str, value: Any) -> None:
+    if key in _TOP_TYPES:
+        if not isinstance(value, _TOP_TYPES[key]) or isinstance(value, bool):
+            want = " or ".join("null" if t is type(None) else t.__name__ for t in _TOP_TYPES[key])
+            raise ConfigError(f"{key}: expected {want}, got {value!r}")
+        return
+    head, _, rest = key.partition(".")
+    if head == "options" and not rest.startswith("params."):
+        hint = _run_options_types()[rest]
+        if not _type_ok(value, hint):
+            raise ConfigError(f"{key}: expected {getattr(hint, '__name__', hint)}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One grid point: its position, the parameters it sets (grid values) and its ``run_point`` dict."""
+
+    index: int
+    varied: dict[str, Any]  # the grid values of this point (path -> value), in axis order
+    point: dict[str, Any]  # the t3.experiments.parallel.run_point contract
+
+
+def build_point(index: int, values: dict[str, Any], varied: dict[str, Any] | None = None) -> Point:
+    """Turn a flat ``{path: value}`` mapping into a run_point dict (no validation beyond the key paths)."""
+    p: dict[str, Any] = dict(DEFAULTS)
+    hw: dict[str, Any] = {}
+    opts: dict[str, Any] = {}
+    for key, v in values.items():
+        if key in TOP_KEYS:
+            p[key] = v
+        elif key.startswith("hardware."):
+            hw[key[len("hardware.") :]] = v
+        elif key.startswith("options.params."):
+            opts.setdefault("params", {})[key[len("options.params.") :]] = v
+        elif key.startswith("options."):
+            name = key[len("options.") :]
+            if _run_options_types().get(name) is float and isinstance(v, int) and not isinstance(v, bool):
+                v = float(v)  # jitter = 1 and 1.0 are one configuration (one key)
+            opts[name] = v
+    p["hw_overrides"] = hw
+    p["options"] = opts
+    return Point(index, dict(values if varied is None else varied), p)
+
+
+@dataclass
+class Sweep:
+    """An expanded, validated sweep: points in grid order, each with its content key."""
+
+    name: str
+    axes: list[list[str]]  # each axis: the paths that vary together
+    points: list[Point]
+    keys: list[str]  # content hash per point (see point_key)
+    inputs: list[dict[str, Any]]  # resolved input columns per point (see resolved_inputs)
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+
+def expand(base: dict[str, Any], grid: dict[str, list[Any]], zips: list[dict[str, list[Any]]]) -> list[Point]:
+    """Cartesian product over grid keys (spec order), then zip groups; the last axis varies fastest."""
+    axes: list[tuple[list[str], list[tuple[Any, ...]]]] = []
+    for k, vals in grid.items():
+        axes.append(([k], [(v,) for v in vals]))
+    for z in zips:
+        ks = list(z)
+        axes.append((ks, list(zip(*(z[k] for k in ks), strict=True))))
+    points = []
+    for i, combo in enumerate(itertools.product(*(vals for _, vals in axes))):
+        varied: dict[str, Any] = {}
+        for (ks, _), tup in zip(axes, combo, strict=True):
+            varied.update(dict(zip(ks, tup, strict=True)))
+        points.append(build_point(i, {**base, **varied}, varied))
+    return points
+
+
+def _check_grid(section: str, grid: dict[str, Any], seen: set[str]) -> dict[str, list[Any]]:
+    out = _flatten(grid)
+    for k, v in out.items():
+        where = f"{section}.{k}" if section else k
+        if k in seen:
+            raise ConfigError(f"{where}: parameter appears twice in the grid")
+        seen.add(k)
+        try:
+            check_key(k)
+        except ConfigError as err:
+            raise ConfigError(f"{section}.{err}") from None
+        if not isinstance(v, list) or not v:
+            raise ConfigError(f"{where}: expected a non-empty list of values, got {v!r}")
+        for x in v:
+            try:
+                check_value(k, x)
+            except ConfigError as err:
+                raise ConfigError(f"{section}.{err}") from None
+    return out
+
+
+def load_spec(path: str | Path) -> Sweep:
+    """Read, expand and fully validate a sweep spec file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"sweep spec: file '{p}' not found")
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"sweep spec '{p}': not valid TOML: {err}") from None
+    return spec_from_dict(data, origin=str(p), root=p.parent)
+
+
+def spec_from_dict(data: dict[str, Any], origin: str = "<spec>", root: Path | None = None) -> Sweep:
+    try:
+        spec = SpecFile.model_validate(data)
+    except ValidationError as err:
+        e = err.errors()[0]
+        loc = ".".join(str(x) for x in e["loc"])
+        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        raise ConfigError(f"sweep spec '{origin}': {loc}: {msg}") from None
+    try:
+        base = _flatten(spec.base)
+        for k, v in base.items():
+            try:
+                check_key(k)
+                check_value(k, v)
+            except ConfigError as err:
+                raise ConfigError(f"base.{err}") from None
+        seen: set[str] = set()
+        grid = _check_grid("grid", spec.grid, seen)
+        zips = []
+        for i, z in enumerate(spec.zip):
+            zg = _check_grid(f"zip[{i}]", z, seen)
+            lengths = {len(v) for v in zg.values()}
+            if len(lengths) > 1:
+                raise ConfigError(f"zip[{i}]: lists must have equal lengths, got {sorted(lengths)}")
+            zips.append(zg)
+        if root is not None:
+            base = _rebase_files(base, root)
+            grid = {k: [_rebase_file(k, x, root) for x in v] for k, v in grid.items()}
+            zips = [{k: [_rebase_file(k, x, root) for x in v] for k, v in z.items()} for z in zips]
+        points = expand(base, grid, zips)
+    except ConfigError as err:
+        raise ConfigError(f"sweep spec '{origin}': {err}") from None
+    axes = [[k] for k in grid] + [list(z) for z in zips]
+    keys, inputs = validate_points(points, origin)
+    return Sweep(spec.name or Path(origin).stem, axes, points, keys, inputs)
+
+
+def _rebase_file(key: str, v: Any, root: Path) -> Any:
+    """Model / hardware TOML files named in a spec are relative to the spec's directory."""
+    if key in ("model", "hardware") and isinstance(v, str) and v.endswith(".toml"):
+        p = Path(v)
+        return str(p if p.is_absolute() else (root / p).resolve())
+    return v
+
+
+def _rebase_files(d: dict[str, Any], root: Path) -> dict[str, Any]:
+    return {k: _rebase_file(k, v, root) for k, v in d.items()}
+
+
+# ---- resolution and content keys -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    op: Any
+    hw: Any
+    op_dict: dict[str, Any]
+    hw_dict: dict[str, Any]
+    hw_columns: dict[str, Any]
+
+
+def _stamp(name: str) -> tuple[int, int] | None:
+    """A file's (mtime, size), so cached resolutions of model / hardware files notice edits."""
+    try:
+        st = os.stat(name)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=256)
+def _hardware_base(name: str, stamp: tuple[int, int] | None):
+    from t3.config.hardware import load_hardware
+
+    return load_hardware(name)
+
+
+@lru_cache(maxsize=4096)
+def _hardware(
+    name: str, stamp: tuple[int, int] | None, overrides: str
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    hw = _hardware_base(name, stamp)
+    ov = json.loads(overrides)
+    if ov:
+        hw = hw.with_overrides(ov)
+    hwd = hw.model_dump(mode="json")
+    cols = _flatten({k: v for k, v in hwd.items() if k != "description"})
+    return hw, hwd, {f"hardware.{k}": v for k, v in cols.items()}
+
+
+@lru_cache(maxsize=4096)
+def _operator(
+    model: str, stamp: tuple[int, int] | None, sublayer: str, tp: int, tokens: int | None
+) -> tuple[Any, dict[str, Any]]:
+    from t3.workload import get_model, sublayer_operator
+
+    op = sublayer_operator(get_model(model), sublayer, tp, tokens)
+    return op, dataclasses.asdict(op)
+
+
+def _resolve(point: dict[str, Any]) -> tuple[_Resolved, Any]:
+    """Same checks, in the same order, as :func:`t3.api.resolve` (config, hardware, workload), cached."""
+    from t3.schedules import RunOptions, get_config
+
+    p = point
+    get_config(p["config"])
+    name, model = p["hardware"], p["model"]
+    hw, hwd, cols = _hardware(name, _stamp(name), json.dumps(p.get("hw_overrides") or {}, sort_keys=True))
+    op, opd = _operator(model, _stamp(model), p["sublayer"], p["tp"], p["tokens"])
+    return _Resolved(op, hw, opd, hwd, cols), RunOptions(**(p.get("options") or {}))
+
+
+def resolve_point(point: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """(Operator, Hardware, RunOptions) of a run_point dict; raises T3Error naming the bad field."""
+    r, opts = _resolve(point)
+    return r.op, r.hw, opts
+
+
+def run_resolved(point: dict[str, Any]) -> dict[str, Any]:
+    """``t3.experiments.parallel.run_point(point)`` through ``t3.api.run`` with the validated hardware
+    cached per process (a sweep resolves the same few presets thousands of times); the same record."""
+    from t3.api import run
+
+    r, opts = _resolve(point)
+    p = point
+    return run(p["model"], p["tp"], p["sublayer"], p["config"], r.hw, p["tokens"], None, opts)
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
+
+
+def _options_dict(opts: Any) -> dict[str, Any]:
+    d = {f.name: getattr(opts, f.name) for f in dataclasses.fields(opts)}
+    d["params"] = dict(d["params"])
+    return d
+
+
+def resolved_config(point: dict[str, Any]) -> dict[str, Any]:
+    """The full resolved configuration of a point: what the simulation depends on, and the version."""
+    import t3
+
+    r, opts = _resolve(point)
+    return {
+        "t3_version": t3.__version__,
+        "config": point["config"],
+        "operator": r.op_dict,
+        "hardware": r.hw_dict,
+        "options": _options_dict(opts),
+    }
+
+
+def point_key(point: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of :func:`resolved_config` (the store's primary key)."""
+    return hashlib.sha256(canonical_json(resolved_config(point)).encode()).hexdigest()
+
+
+def resolved_inputs(point: dict[str, Any]) -> dict[str, Any]:
+    """Input columns of a point's row: workload, schedule, options and every hardware field, flattened."""
+    r, opts = _resolve(point)
+    op = r.op
+    row: dict[str, Any] = {
+        "model": op.model,
+        "tp": op.tp,
+        "sublayer": op.sublayer,
+        "config": point["config"],
+        "hardware": point["hardware"],
+        "tokens": op.tokens,
+    }
+    o = _options_dict(opts)
+    params = o.pop("params")
+    row.update({f"options.{k}": v for k, v in o.items()})
+    row.update({f"options.params.{k}": v for k, v in params.items()})
+    row.update(r.hw_columns)
+    return row
+
+
+def validate_points(points: list[Point], origin: str = "<points>") -> tuple[list[str], list[dict[str, Any]]]:
+    """Resolve every point before anything runs; return content keys and input columns."""
+    for cache in (_hardware_base, _hardware, _operator):  # files may have changed since the last sweep
+        cache.cache_clear()
+    keys, inputs = [], []
+    for pt in points:
+        try:
+            keys.append(point_key(pt.point))
+            inputs.append(resolved_inputs(pt.point))
+        except T3Error as err:
+            varied = ", ".join(f"{k}={v!r}" for k, v in pt.varied.items())
+            raise ConfigError(f"sweep '{origin}': point {pt.index} ({varied}): {err}") from None
+        except TypeError as err:  # RunOptions(**bad)
+            raise ConfigError(f"sweep '{origin}': point {pt.index}: options: {err}") from None
+    return keys, inputs

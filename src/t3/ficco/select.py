@@ -1,0 +1,220 @@
+"""The heuristic schedule selector: static operator sizes and peak rates in, a schedule name out.
+
+No simulation: every feature is a closed form of the operator and the hardware preset.
+
+Static estimates (seconds):
+- ``gemm(shape, C)``: the GEMM on C CUs from its static plan (the library tile choice of
+  :func:`t3.schedules.ficco.gemm_plan`): ``waves x tile time`` plus one kernel launch;
+- ``t_comm``: bytes a GPU sends / its egress bandwidth (mesh: N-1 links; switch, ring: one port);
+- ``slow(comm, exec)``: how much slower a pattern moves the bytes than ``t_comm`` — shard on a mesh
+  uses one of N-1 links (N-1); a DMA command runs on one engine (link / min(engine, link)); N-1
+  concurrent DMA commands through a switch port are bounded by all engines;
+- bulk: ``gemm(whole, all CUs) + t_comm`` (+ the reduction's HBM traffic for reduce-scatter);
+- overlapped candidate (comm, exec, split), N pieces: ``max(compute, t_comm x slow) +
+  t_comm x slow / N`` (the first or last transfer is exposed) ``+ N x DMA command overhead`` (DMA),
+  where compute = ``N x gemm(piece, C_exec)`` (K split: plus reading the output back N-1 times; M split
+  with two streams: ``N/2 x gemm(two pieces, C_exec)``) and ``C_exec`` = all CUs for DMA, all minus the
+  communication kernel's CUs for ``cu``; for reduce-scatter the transfers also carry the owner's
+  reductions (3 bytes of HBM traffic per byte received, through the communication kernel's CUs).
+
+Rules (thresholds :class:`Rules` fitted on the design cases by :func:`fit`; docs/ficco.md says it
+in words): take the overlapped candidate with the least estimate, after handicapping DMA candidates by
+``dma_bias``, shard-level ones by ``shard_bias``, K and M splits by ``k_bias`` and ``m_bias``; run it only if its estimate beats bulk by the
+``margin`` (``rs_margin`` for GEMM -> reduce-scatter), else bulk. M splits use two compute streams;
+``2N`` pieces instead of N when the whole GEMM has at least ``big_waves`` waves. Illegal picks fall back
+to one stream, then to bulk.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import asdict, dataclass
+
+from t3.config.hardware import Hardware
+from t3.ficco.space import Axes, FiccoOperator, check_fits, legality
+from t3.schedules.ficco import comm_cus, gemm_plan
+from t3.workload.sublayers import GemmShape
+
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class Rules:
+    margin: float = 0.0  # an overlapped schedule must be estimated this much faster than bulk
+    rs_margin: float = 0.0  # ... for GEMM -> reduce-scatter
+    dma_bias: float = 0.0  # DMA candidates' estimates are multiplied by (1 + dma_bias)
+    shard_bias: float = -0.05  # shard-level candidates' estimates are multiplied by (1 + shard_bias)
+    k_bias: float = 0.0  # K-split candidates' estimates are multiplied by (1 + k_bias)
+    m_bias: float = -0.2  # M-split candidates' estimates are multiplied by (1 + m_bias)
+    big_waves: float = INF  # 2N pieces at or above this many waves of the whole GEMM, else N
+
+
+GRID = {
+    "margin": [0.0, 0.02, 0.05, 0.1, 0.2],
+    "rs_margin": [0.0, 0.1, 0.2, INF],
+    "dma_bias": [-0.1, -0.05, 0.0, 0.05, 0.1],
+    "shard_bias": [-0.1, -0.05, 0.0, 0.05, 0.1],
+    "k_bias": [0.0, 0.1, 0.2, INF],
+    "m_bias": [-0.3, -0.2, -0.15, -0.1, -0.05, 0.0],
+    "big_waves": [INF, 8.0],
+}
+
+# The thresholds fitted on the design cases by `t3 reproduce ficco` (it re-fits and reports whether
+# the fit still gives these values).
+SHIPPED = Rules()
+
+
+def gemm_estimate(shape: GemmShape, hw: Hardware, cus: int, streams_of: int = 0) -> float:
+    """GEMM time on ``cus`` CUs from its static plan (the library tile choice of
+    :func:`t3.schedules.ficco.gemm_plan`: waves x tile time; no simulation), plus one launch.
+    ``streams_of = p``: ``p`` such GEMMs on two streams, whose partial waves fill each other:
+    ``(p x tiles / cus + 1)`` tile times plus ``p`` launches."""
+    plan = gemm_plan(shape, hw, cus=cus)
+    if not streams_of:
+        return plan.compute_s + hw.compute.kernel_launch_s
+    return (streams_of * plan.tiles / cus + 1.0) * plan.t_tile + hw.compute.kernel_launch_s * streams_of
+
+
+def _gemms(fop: FiccoOperator, rows: int, split: str, parts: int) -> list[GemmShape]:
+    d = fop.dtype
+    if fop.op == "moe":
+        r = rows // parts
+        return [GemmShape(r, 2 * fop.n, fop.k, d), GemmShape(r, fop.k, fop.n, d)]
+    if split == "K":
+        return [GemmShape(rows, fop.n, max(1, fop.k // parts), d)]
+    if split == "N":
+        return [GemmShape(rows, max(1, fop.n // parts), fop.k, d)]
+    return [GemmShape(max(1, rows // parts), fop.n, fop.k, d)]
+
+
+def features(fop: FiccoOperator, hw: Hardware) -> dict:
+    c = hw.compute
+    n = fop.gpus
+    topo = hw.topology.kind
+    t_comp = fop.flops() / (c.peak_flops(fop.dtype) * c.gemm_efficiency)
+    links = (n - 1) if topo == "mesh" else 1
+    t_comm = fop.comm_bytes() / (links * hw.link.bandwidth_Bps)
+    rows = fop.expert_rows()[0] * n if fop.op == "moe" else fop.m
+    cols = 2 * fop.n if fop.op == "moe" else fop.n
+    tiles = math.ceil(rows / c.tile_m) * math.ceil(cols / c.tile_n)
+    waves = tiles / c.cus
+    piece_s = fop.comm_bytes() / ((n - 1) * n) / hw.link.bandwidth_Bps
+    k = comm_cus(hw, n)
+    link, eng = hw.link.bandwidth_Bps, hw.dma.bandwidth_Bps
+    one_cmd = link / min(eng, link)
+    many_cmd = link / min(hw.dma.engines * eng, link) if topo != "mesh" else one_cmd
+    red = 3.0 * fop.comm_bytes() / hw.hbm.effective_Bps if fop.op == "gemm-rs" else 0.0
+    whole = sum(gemm_estimate(s, hw, c.cus) for s in _gemms(fop, rows, "M", 1))
+    est = {"bulk": whole + t_comm + red / 3.0}
+    splits = {"ag-gemm": ("M", "K"), "gemm-rs": ("N",), "moe": ("M",)}[fop.op]
+    comms = ("ficco",) if topo in ("mesh", "ring") else ("ficco", "shard")
+    for comm, ex, split in itertools.product(comms, ("cu", "dma"), splits):
+        cus = c.cus - k if ex == "cu" else c.cus
+        if split == "M":  # two streams: a piece's partial wave is filled by the next piece's tiles
+            comp = sum(gemm_estimate(s, hw, cus, streams_of=n) for s in _gemms(fop, rows, split, n))
+        else:
+            comp = n * sum(gemm_estimate(s, hw, cus) for s in _gemms(fop, rows, split, n))
+        if split == "K":  # every K block after the first reads the output back
+            comp += (n - 1) * rows * fop.n * fop.eb / hw.hbm.effective_Bps
+        slow = 1.0 if ex == "cu" else (many_cmd if comm == "ficco" else one_cmd)
+        # reduce-scatter: the owner reduces each arrival on the communication kernel's CUs
+        red_pieces = max(red, 3.0 * fop.comm_bytes() / (k * c.cu_copy_Bps)) if fop.op == "gemm-rs" else 0.0
+        tc = t_comm * slow + red_pieces
+        ovh = n * hw.dma.command_overhead_s if ex == "dma" else n * c.kernel_launch_s  # per transfer step
+        est[f"{comm}-{ex}-{split}"] = max(comp, tc) + tc / n + ovh
+    return {
+        "op": fop.op,
+        "topology": topo,
+        "gpus": n,
+        "t_compute_s": t_comp,
+        "t_comm_s": t_comm,
+        "comm_ratio": t_comm / t_comp,
+        "waves": waves,
+        "msg_over_dma": piece_s / max(hw.dma.command_overhead_s, 1e-12),
+        "estimates_s": est,
+    }
+
+
+def rule_pick(f: dict, r: Rules) -> Axes:
+    """The rules on a feature dict (no legality check)."""
+    n = f["gpus"]
+    est = f["estimates_s"]
+    best, best_t = None, INF
+    for key, t in est.items():
+        if key == "bulk":
+            continue
+        comm, ex, split = key.split("-")
+        t *= (1.0 + r.dma_bias) if ex == "dma" else 1.0
+        t *= (1.0 + r.shard_bias) if comm == "shard" else 1.0
+        t *= (1.0 + r.k_bias) if split == "K" else (1.0 + r.m_bias) if split == "M" else 1.0
+        if t < best_t:
+            best, best_t = key, t
+    margin = r.rs_margin if f["op"] == "gemm-rs" else r.margin
+    if best is None or not best_t < est["bulk"] * (1.0 - margin):
+        return Axes("bulk", 1, "M", "cu")
+    comm, ex, split = best.split("-")
+    g = 2 * n if f["waves"] >= r.big_waves else n
+    return Axes(comm, g, split, ex, 0, 2 if split == "M" else 1, True)
+
+
+def _fallbacks(ax: Axes) -> list[Axes]:
+    return [ax, Axes(ax.comm, ax.g, ax.split, ax.executor), Axes(ax.comm, ax.g // 2 or 1, ax.split, ax.executor),
+            Axes("bulk", 1, "M", "cu")]  # fmt: skip
+
+
+def select(fop: FiccoOperator, hw: Hardware, rules: Rules = SHIPPED) -> tuple[str, dict]:
+    """(schedule name, features) chosen from static sizes; always a legal schedule."""
+    check_fits(fop, hw)
+    f = features(fop, hw)
+    for cand in _fallbacks(rule_pick(f, rules)):
+        if legality(fop, hw, cand) is None:
+            return cand.name, f
+    return "bulk-g1-M-cu", f
+
+
+def within(times: dict[str, float], name: str, tol: float = 0.02) -> bool:
+    """The pick is right: it is the exhaustive best or within ``tol`` of its time."""
+    best = min(times.values())
+    return name in times and times[name] <= best * (1.0 + tol)
+
+
+def _legal_pick(row: dict, r: Rules) -> str:
+    for cand in _fallbacks(rule_pick(row["features"], r)):
+        if cand.name in row["times"]:
+            return cand.name
+    return "bulk-g1-M-cu"
+
+
+def accuracy(rows: list[dict], r: Rules, tol: float = 0.02) -> int:
+    return sum(within(row["times"], _legal_pick(row, r), tol) for row in rows)
+
+
+def score(rows: list[dict], r: Rules, tol: float = 0.02) -> tuple[int, float]:
+    """(right picks, minus the summed relative gap of the picks to the exhaustive best)."""
+    hits, gap = 0, 0.0
+    for row in rows:
+        t = row["times"]
+        p = _legal_pick(row, r)
+        hits += within(t, p, tol)
+        gap += t[p] / min(t.values()) - 1.0
+    return hits, -gap
+
+
+def fit(rows: list[dict], tol: float = 0.02) -> tuple[Rules, float]:
+    """Exhaustive search of :data:`GRID` maximising design-case accuracy, then (among equally
+    accurate ones) the least summed time gap of the picks to the exhaustive best; remaining ties go
+    to the first combination in grid order. ``rows``: dicts with ``features`` and ``times``."""
+    keys = list(GRID)
+    best: tuple[tuple[int, float], Rules] | None = None
+    for vals in itertools.product(*(GRID[k] for k in keys)):
+        r = Rules(**dict(zip(keys, vals, strict=True)))
+        sc = score(rows, r, tol)
+        if best is None or sc > best[0]:
+            best = (sc, r)
+    assert best is not None
+    return best[1], best[0][0] / max(1, len(rows))
+
+
+def rules_dict(r: Rules) -> dict:
+    return {k: (None if v == INF else v) for k, v in asdict(r).items()}

@@ -1,0 +1,255 @@
+"""FiCCO's schedule design space: operators, axes, stable names and legality.
+
+A FiCCO *operator* is one communication-dependent GEMM on ``gpus`` GPUs:
+
+- ``ag-gemm``: all-gather then GEMM. Every GPU holds ``m/gpus`` rows of A (m x k) and computes
+  ``C = A_full @ B`` (B: k x n). Covers TP + sequence-parallel QKV / FC-1, and FSDP weight gathers by
+  transposition (gathered weight rows become the ``m`` dimension).
+- ``gemm-rs``: GEMM then reduce-scatter. Every GPU computes a partial ``C`` (m x n, inner dim k) that
+  is reduce-scattered by rows (sequence parallelism after the out-projection / FC-2).
+- ``moe``: all-to-all dispatch -> expert FFN -> all-to-all combine (expert parallelism, one expert
+  group per GPU). ``m`` = routed token rows per GPU (tokens x top-k), ``k`` = hidden width (bytes
+  moved per row), ``n`` = expert FFN width; the expert is a gated FFN: GEMM (rows, 2n, k) then GEMM
+  (rows, k, n). ``skew`` in [0, 1) makes routing uneven: expert h receives a share
+  ``(1 + skew * (N-1-2h)/(N-1)) / N`` of every GPU's rows (GPU 0 hottest, ``1+skew`` times the mean).
+
+A *schedule* is a point on these axes, named ``<comm>-g<G>-<split>-<exec>[-p<D>][-s2][-ll]``:
+
+=========  =========================================================================================
+comm       ``bulk`` (one collective, no overlap), ``shard`` (N-1 peer-to-peer steps, one link per
+           step), ``ficco`` (N^2 pieces, each step sends one piece to every peer at once)
+g<G>       compute granularity: number of GEMM pieces (1, N, 2N, 4N, N^2)
+split      dimension the GEMM is cut along: ``M`` (independent rows), ``K`` (partial sums that
+           accumulate in the output; ag-gemm), ``N`` (column blocks; gemm-rs)
+exec       who moves the bytes: ``cu`` (a communication kernel on CUs) or ``dma`` (DMA engines)
+-p<D>      prefetch depth: step t's transfers wait until the compute of step t-D finished (bounded
+           landing buffers); absent = unbounded (all transfers issue as early as possible)
+-s2        two compute streams (piece i waits for piece i-2, not i-1); absent = one stream
+-ll        local pieces last; absent = local pieces first (the local data needs no transfer)
+=========  =========================================================================================
+
+Illegal combinations are reported with a reason by :func:`legality`, never raised mid-run.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from t3.config.hardware import Hardware
+from t3.errors import ConfigError, ScheduleError
+from t3.workload.sublayers import DTYPE_BYTES
+
+OPS = ("ag-gemm", "gemm-rs", "moe")
+COMMS = ("bulk", "shard", "ficco")
+SPLITS = ("M", "K", "N")
+EXECS = ("cu", "dma")
+
+NAME_RE = re.compile(r"^(bulk|shard|ficco)-g(\d+)-([MKN])-(cu|dma)(?:-p(\d+))?(?:-s([12]))?(?:-(ll|lf))?$")
+GRAMMAR = "<bulk|shard|ficco>-g<pieces>-<M|K|N>-<cu|dma>[-p<depth>][-s2][-ll]"
+
+
+@dataclass(frozen=True)
+class FiccoOperator:
+    """One communication-dependent GEMM (global sizes, see the module docstring)."""
+
+    op: str
+    m: int
+    n: int
+    k: int
+    gpus: int = 8
+    dtype: str = "bf16"
+    skew: float = 0.0
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.op not in OPS:
+            raise ConfigError(f"op: unknown operation '{self.op}' (available: {', '.join(OPS)})")
+        for f in ("m", "n", "k"):
+            if getattr(self, f) <= 0:
+                raise ConfigError(f"{f}: must be > 0, got {getattr(self, f)}")
+        if self.gpus < 2:
+            raise ConfigError(f"gpus: need at least 2, got {self.gpus}")
+        if self.dtype not in DTYPE_BYTES:
+            raise ConfigError(f"dtype: unknown dtype '{self.dtype}' (available: {', '.join(DTYPE_BYTES)})")
+        if not 0.0 <= self.skew < 1.0:
+            raise ConfigError(f"skew: must be in [0, 1), got {self.skew}")
+        if self.skew and self.op != "moe":
+            raise ConfigError("skew: only the moe operation has uneven routing")
+        if self.m % self.gpus:
+            raise ConfigError(f"m: {self.m} rows do not split over {self.gpus} GPUs")
+
+    @property
+    def eb(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def symmetric(self) -> bool:
+        """Rotation-equivariant (simulate one GPU) unless MoE routing is skewed."""
+        return self.skew == 0.0
+
+    def expert_rows(self) -> list[int]:
+        """MoE: rows each source GPU sends to expert GPU h (same for every source)."""
+        n = self.gpus
+        w = [(1.0 + self.skew * (n - 1 - 2 * h) / (n - 1)) / n for h in range(n)]
+        raw = [self.m * x for x in w]
+        rows = [int(r) for r in raw]
+        rest = self.m - sum(rows)
+        for h in sorted(range(n), key=lambda h: (-(raw[h] - rows[h]), h))[:rest]:
+            rows[h] += 1
+        return rows
+
+    def comm_bytes(self) -> float:
+        """Bytes one GPU sends in the operation's collective(s) (MoE: the busiest direction of the
+        hottest GPU; equal to the bytes sent when routing is uniform)."""
+        n, eb = self.gpus, self.eb
+        if self.op == "ag-gemm":
+            return (n - 1) * self.m // n * self.k * eb
+        if self.op == "gemm-rs":
+            return (n - 1) * self.m // n * self.n * eb
+        rows = self.expert_rows()
+        # dispatch + combine on the busiest direction of the hottest GPU (0): it sends m - rows[0]
+        # rows and receives (N-1) rows[0] rows in each all-to-all
+        return 2 * max(self.m - rows[0], (n - 1) * rows[0]) * self.k * eb
+
+    def flops(self) -> float:
+        """Matrix FLOPs on one GPU (the hottest expert GPU for MoE)."""
+        if self.op == "moe":
+            r = self.expert_rows()[0] * self.gpus
+            return 2.0 * r * (2 * self.n) * self.k + 2.0 * r * self.k * self.n
+        return 2.0 * self.m * self.n * self.k
+
+    def describe(self) -> str:
+        s = f"{self.op} M={self.m} N={self.n} K={self.k} {self.dtype} on {self.gpus} GPUs"
+        return s + (f", skew {self.skew:g}" if self.skew else "")
+
+
+@dataclass(frozen=True)
+class Axes:
+    """One point of the design space; :attr:`name` is its stable, parseable name."""
+
+    comm: str
+    g: int
+    split: str = "M"
+    executor: str = "cu"
+    prefetch: int = 0  # 0 = unbounded
+    streams: int = 1
+    local_first: bool = True
+
+    @property
+    def name(self) -> str:
+        s = f"{self.comm}-g{self.g}-{self.split}-{self.executor}"
+        if self.prefetch:
+            s += f"-p{self.prefetch}"
+        if self.streams == 2:
+            s += "-s2"
+        if not self.local_first:
+            s += "-ll"
+        return s
+
+    def as_dict(self) -> dict:
+        return {
+            "comm": self.comm, "pieces": self.g, "split": self.split, "executor": self.executor,
+            "prefetch": self.prefetch or None, "streams": self.streams, "local_first": self.local_first,
+        }  # fmt: skip
+
+
+def parse_name(name: str) -> Axes:
+    """Axes of a schedule name (the inverse of :attr:`Axes.name`); one-line error if malformed."""
+    mt = NAME_RE.match(name.strip())
+    if not mt:
+        raise ConfigError(f"schedule: '{name}' does not match {GRAMMAR}")
+    comm, g, split, ex, p, s, loc = mt.groups()
+    if int(g) < 1:
+        raise ConfigError(f"schedule: '{name}': pieces must be >= 1")
+    if p is not None and int(p) < 1:
+        raise ConfigError(f"schedule: '{name}': prefetch depth must be >= 1")
+    return Axes(comm, int(g), split, ex, int(p or 0), int(s or 1), loc != "ll")
+
+
+def check_fits(fop: FiccoOperator, hw: Hardware) -> None:
+    """One-line :class:`ConfigError` (naming the field) if ``fop`` cannot run on ``hw`` at all."""
+    kind = hw.topology.kind
+    if kind in ("mesh", "switch") and fop.gpus > hw.topology.gpus:
+        raise ConfigError(
+            f"gpus: {fop.gpus} GPUs exceed the {kind} of {hw.topology.gpus} GPUs of '{hw.name}'"
+        )
+    if fop.op == "moe" and kind == "ring":
+        raise ConfigError(
+            f"op: moe (all-to-all) is modelled on mesh and switch topologies only, '{hw.name}' is a ring"
+        )
+    if fop.op == "moe" and min(fop.expert_rows()) < 1:
+        raise ConfigError(f"m: {fop.m} rows leave an expert GPU without tokens")
+
+
+def granularities(n: int) -> list[int]:
+    return sorted({1, n, 2 * n, 4 * n, n * n})
+
+
+def candidates(fop: FiccoOperator) -> list[Axes]:
+    """Every point of the space we enumerate for ``fop`` (legal or not). Ordering variants (local
+    last, prefetch depth 1) are enumerated with one stream only, to keep the space modest."""
+    n = fop.gpus
+    out = [Axes("bulk", 1, "M", ex) for ex in EXECS]
+    for comm in ("shard", "ficco"):
+        for g in granularities(n):
+            for split in SPLITS:
+                for ex in EXECS:
+                    out.append(Axes(comm, g, split, ex, 0, 1, True))
+                    out.append(Axes(comm, g, split, ex, 0, 2, True))
+                    out.append(Axes(comm, g, split, ex, 0, 1, False))
+                    out.append(Axes(comm, g, split, ex, 1, 1, True))
+    return out
+
+
+def legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
+    """``None`` if the schedule can be built, else the reason it cannot (one line)."""
+    n = fop.gpus
+    topo = hw.topology.kind
+    if ax.comm not in COMMS or ax.split not in SPLITS or ax.executor not in EXECS:
+        return "unknown axis value"
+    if topo in ("mesh", "switch") and n > hw.topology.gpus:
+        return f"{n} GPUs exceed the {topo} of {hw.topology.gpus} GPUs"
+    if fop.op == "moe" and topo == "ring":
+        return "all-to-all is modelled on mesh and switch topologies only"
+    if ax.comm == "bulk":
+        if ax.g != 1 or ax.split != "M" or ax.prefetch or ax.streams != 1 or not ax.local_first:
+            return "bulk has exactly one compute piece (g1, M, one stream)"
+        return None
+    if ax.g not in granularities(n):
+        return f"pieces must be one of {granularities(n)} for {n} GPUs"
+    if ax.g == 1 and (ax.split != "M" or ax.streams != 1 or not ax.local_first or ax.prefetch):
+        return "one compute piece: split, streams and ordering do not apply (use g1-M)"
+    if ax.split == "K" and fop.op != "ag-gemm":
+        return "a K split leaves partial sums of the whole output: nothing can be sent before the last piece"
+    if ax.split == "N" and fop.op != "gemm-rs":
+        return "an N split needs all of the gathered rows before any column piece can start"
+    if ax.split == "K" and ax.streams == 2:
+        return "two streams would accumulate K pieces into the same output rows concurrently"
+    if ax.prefetch and fop.op == "gemm-rs":
+        return "prefetch depth applies to transfers that feed the GEMM (ag-gemm, moe)"
+    if fop.op == "moe" and min(fop.expert_rows()) < n:
+        return f"fewer than {n} rows per GPU pair: pieces would be empty"
+    try:
+        from t3.schedules.ficco import plan_pieces
+
+        plan_pieces(fop, hw, ax)
+    except ScheduleError as err:
+        return str(err)
+    return None
+
+
+def enumerate_space(fop: FiccoOperator, hw: Hardware) -> tuple[list[Axes], list[tuple[str, str]]]:
+    """(legal schedules, [(name, reason)] of skipped ones), in a fixed order."""
+    legal, skipped = [], []
+    seen = set()
+    for ax in candidates(fop):
+        if ax.name in seen:
+            continue
+        seen.add(ax.name)
+        why = legality(fop, hw, ax)
+        if why is None:
+            legal.append(ax)
+        else:
+            skipped.append((ax.name, why))
+    return legal, skipped

@@ -1,0 +1,59 @@
+"""Near-memory compute (NMC): an update (op-and-store) crosses the memory channel once; the bank reads,
+adds and writes internally. The channel cost of one update is ``nmc.update_overhead`` times a plain
+write of the same bytes (1.0: the bank's read-modify-write is hidden). Updates bypass the L2 (uncached
+memory), so they neither evict GEMM operands nor hit in the cache.
+
+Also: a ring / direct reduce-scatter whose reductions are NMC updates (the RS of ``ideal-rs-nmc``): the
+CUs of the RS kernel read and send each chunk, the receiver's memory reduces it on arrival, so a step
+costs 1 read + 1 update instead of 1 write + 2 reads + 1 write of a CU reduction.
+"""
+
+from __future__ import annotations
+
+from t3.config.hardware import Hardware
+from t3.errors import ConfigError
+from t3.ops.collectives import Executor, StartFn, _no_deps
+from t3.sim.schedule import Ref, ScheduleBuilder
+
+
+def require_nmc(hw: Hardware, config: str) -> None:
+    if not hw.nmc.present:
+        raise ConfigError(
+            f"nmc.present: configuration '{config}' needs near-memory compute; '{hw.name}' has none"
+        )
+
+
+def update_work(b: ScheduleBuilder, dst: int, nbytes: float) -> tuple[list[tuple[int, float]], float]:
+    """HBM work at ``dst`` of ``nbytes`` of NMC updates, and the DRAM bytes it counts (channel bytes)."""
+    ch = nbytes * b.hw.nmc.update_overhead
+    return [(b.hbm(dst), ch)], ch
+
+
+def nmc_reduce_scatter(
+    b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
+    prefix: str = "rs", cat: str = "rs", prio: int = 0, launch: bool = True,
+) -> dict[int, list[Ref]]:  # fmt: skip
+    """RS with NMC reductions: ring (g -> g-1, N-1 steps) on a ring, direct sends otherwise."""
+    ex = ex or Executor()
+    n, hw = b.n, b.hw
+    c = nbytes / n
+    lat = hw.link.latency_s + ex.delay(b)
+    ring = hw.topology.kind == "ring"
+    offsets = [-1] * (n - 1) if ring else list(range(1, n))
+    for g in b.gpus:
+        for j, off in enumerate(offsets):
+            if ring:
+                deps = list(start(g)) + list(start(g - 1)) if j == 0 else [(g, f"{prefix}.{j - 1}"), (g + 1, f"{prefix}.{j - 1}")]  # fmt: skip
+            else:
+                deps = list(start(g))
+            upd, ch = update_work(b, g + off, c)
+            work = [(r, c) for r in b.path(g, g + off)] + [(b.hbm(g), c)] + upd + ex.work(b, g, c)
+            first = j == 0 or not ring
+            b.add(
+                g, f"{prefix}.{j}", kind="rs-step", cat=cat, work=work,
+                delay_s=lat + (hw.compute.kernel_launch_s if (launch and first) else 0.0),
+                deps=deps, traffic={f"{cat}_read": c, f"{cat}_write": ch, "link": c}, prio=prio,
+            )  # fmt: skip
+    if ring:
+        return {g: [(g, f"{prefix}.{n - 2}")] for g in b.gpus}
+    return {g: [(g - off, f"{prefix}.{j}") for j, off in enumerate(offsets)] for g in b.gpus}

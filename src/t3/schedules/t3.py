@@ -1,0 +1,358 @@
+"""T3 configurations: the GEMM's stores drive the reduce-scatter through the address map, the tracker,
+DMA engines and near-memory compute (T3 paper, "The mechanism"); the all-gather runs afterwards.
+
+- ``t3``: fused GEMM + RS, default (demand-proportional) HBM arbitration, then AG.
+- ``t3-mca``: the same with memory-controller arbitration (:mod:`t3.hardware.mca`).
+- ``ideal-rs-nmc``: GEMM and an NMC-reducing RS perfectly overlapped (isolated times), then AG.
+
+Schedule of one GPU g (N = TP degree; the GEMM output is split into N chunks, produced in the
+staggered order of :func:`t3.hardware.address_map.stagger_order`):
+
+- every wave is a *load* op (its reads) and a *compute* op (its CU work and the local writes of its
+  tiles in local / dma_mapped chunks); tiles of a remote-mapped chunk are not written locally;
+- the tiles of one wave that belong to one chunk form a *tile group*; a group of a remote-mapped chunk
+  becomes remote-store ops (``rs.<position>.<i>``) that run while the wave computes: link bytes and one
+  NMC update per byte at the peer. The next wave waits until they drained (store backpressure);
+- a group of a dma_mapped chunk becomes DMA ops that fire when the local wave has written the tiles and
+  the upstream updates of those tiles have been applied (the tracker's trigger); a DMA reads the tiles
+  from local HBM (RS read), sends them and the peer's memory applies them as NMC updates (RS write);
+- groups are cut where the downstream GPU's groups start, so every downstream DMA depends exactly on the
+  upstream ops that carry its tiles; the tracker counts entries per group (:mod:`t3.hardware.tracker`);
+- ``rs.done`` marks the owned chunk fully reduced; the ring (or direct) AG starts from it.
+
+In symmetric mode GPU 0 stands for all GPUs: the update GPU 0 receives from GPU 1 is, by rotation, the
+one it sends to GPU N-1, so a dependency on "upstream update arrived" is the canonical ref of the
+neighbour's op. Functional mode runs every GPU and carries values (:mod:`t3.functional`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from t3.config.hardware import Hardware
+from t3.errors import ConfigError, ScheduleError
+from t3.functional import FunctionalRun
+from t3.hardware.address_map import AddressMap, direct_rs_maps, ring_rs_maps, stagger_order
+from t3.hardware.mca import McaPolicy, mca_threshold
+from t3.hardware.nmc import nmc_reduce_scatter, require_nmc, update_work
+from t3.hardware.tracker import SEMAPHORE_KIND, TrackerModel
+from t3.ops.collectives import all_gather
+from t3.ops.gemm import GemmPlan, plan_gemm
+from t3.schedules.base import Outcome, RunOptions, register, summarize
+from t3.schedules.baselines import ideal_overlap, sequential_schedule
+from t3.sim.engine import DeadlockError
+from t3.sim.schedule import Schedule, ScheduleBuilder
+from t3.workload.sublayers import GemmShape, Operator
+
+Piece = tuple[int, int, int, int]  # (sender wave, receiver wave or -1, first tile, end tile) of a chunk
+
+
+def _segments(plan: GemmPlan) -> list[list[tuple[int, int, int]]]:
+    """Tile groups by stage position: (wave, first tile, end tile) in the chunk's row-major order."""
+    segs: list[list[tuple[int, int, int]]] = [[] for _ in range(plan.chunks)]
+    for w in plan.waves:
+        for pos, a, b in w.segments:  # the plan is built in identity order: chunk label = position
+            segs[pos].append((w.index, a, b))
+    return segs
+
+
+def _pieces(segs, p: int, q: int, cut: bool) -> list[Piece]:
+    """Groups sent from position ``p``; if the receiver (position ``q``) tracks them, cut at its groups."""
+    if not cut:
+        return [(w, -1, a, b) for w, a, b in segs[p]]
+    out = []
+    for w1, a1, b1 in segs[p]:
+        for w2, a2, b2 in segs[q]:
+            lo, hi = max(a1, a2), min(b1, b2)
+            if lo < hi:
+                out.append((w1, w2, lo, hi))
+    return out
+
+
+def staggered_plan(op: Operator, hw: Hardware) -> tuple[GemmPlan, bool]:
+    """The GEMM cut into N = TP chunks, one per stage; returns (plan, chunks are output columns).
+
+    Chunks are row blocks of the output. When a row block is shorter than a macro-tile (M/N <
+    ``compute.tile_m``, e.g. 2048 tokens at TP 32) every tile would be partly empty, so the chunks are
+    taken along the output columns instead if those are wide enough: the plan is then that of the
+    transposed product C^T = B^T A^T (same FLOPs and tiles, operands swapped in the L2 reuse model), and
+    a GPU owns a column block of C after the RS. If neither dimension is wide enough, the macro-tile
+    height becomes M/N (the tile's compute time scales with its area)."""
+    n, g = op.tp, op.gemm
+    if g.m % n == 0 and g.m // n < hw.compute.tile_m:
+        if g.n % n == 0 and g.n // n >= hw.compute.tile_m:
+            return plan_gemm(GemmShape(g.n, g.m, g.k, g.dtype), hw, chunks=n), True
+        hw = hw.with_overrides({"compute.tile_m": g.m // n})
+    return plan_gemm(g, hw, chunks=n), False
+
+
+FUNCTIONAL_CONFIGS = ("t3", "t3-mca")
+
+
+def require_functional(config: str) -> None:
+    """Functional mode (values carried through the schedule) exists for the T3 configurations only."""
+    if config not in FUNCTIONAL_CONFIGS:
+        raise ConfigError(
+            f"functional: configuration '{config}' has no functional mode (available: {', '.join(FUNCTIONAL_CONFIGS)})"
+        )
+
+
+class T3Builder:
+    """Builds the fused GEMM + RS (+ AG) schedule of a T3 configuration."""
+
+    def __init__(self, name: str, op: Operator, hw: Hardware, opts: RunOptions, *, mca: bool):
+        require_nmc(hw, name)
+        self.name, self.op, self.hw, self.opts, self.mca = name, op, hw, opts, mca
+        self.n = n = op.tp
+        self.b = ScheduleBuilder(name, hw, n, symmetric=opts.symmetric and not opts.functional)
+        self.plan, self.columns = staggered_plan(op, hw)
+        self.ring = hw.topology.kind == "ring"
+        self.maps: list[AddressMap] = ring_rs_maps(n) if self.ring else direct_rs_maps(n)
+        self.tracker = TrackerModel.from_hardware(hw)
+        self.segs = _segments(self.plan)
+        self.tile_bytes = (
+            self.plan.chunk_rows
+            * self.plan.shape.n
+            * op.gemm.elem_bytes
+            / (self.plan.tiles_m_chunk * self.plan.tiles_n)
+        )
+        self.theta = self.intensity = None
+        if mca:
+            self.theta, self.intensity = mca_threshold(self.plan, hw)
+            self.b.policies["hbm"] = McaPolicy(self.theta, hw.mca.starvation_share)
+        self.comm_prio = 1 if mca else 0
+        self.fn: FunctionalRun | None = None
+        if opts.functional:
+            self.fn = FunctionalRun(
+                self.plan,
+                n,
+                seed=opts.params.get("functional_seed", 0),
+                fault=opts.params.get("functional_fault"),
+            )
+        self._out: dict[tuple[int, int], tuple[str, int, list[Piece], bool]] = {}
+        self._senders: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self.counts = {"gemm_write_local": 0.0, "gemm_write_remote": 0.0, "triggers": 0, "dma_commands": 0}
+
+    # ---- the address map seen from one GPU ------------------------------------------------------
+    def position(self, gpu: int, chunk: int) -> int:
+        return (chunk - gpu) % self.n
+
+    def senders(self, gpu: int, chunk: int) -> list[tuple[int, int]]:
+        """(sender GPU, its stage position) of the updates GPU ``gpu`` receives for ``chunk``."""
+        key = (gpu % self.n, chunk)
+        if key in self._senders:
+            return self._senders[key]
+        out = []
+        for h in range(self.n):
+            m = self.maps[h].lookup(chunk)
+            if h != gpu % self.n and m.kind != "local" and m.peer == gpu % self.n:
+                out.append((h, self.position(h, chunk)))
+        self._senders[key] = out
+        return out
+
+    def outgoing(self, gpu: int, p: int) -> tuple[str, int, list[Piece], bool]:
+        """(mapping kind, receiver, pieces, receiver tracks them) of what ``gpu`` sends from position p."""
+        key = (gpu % self.n, p)
+        if key not in self._out:
+            self._out[key] = self._outgoing(gpu, p)
+        return self._out[key]
+
+    def _outgoing(self, gpu: int, p: int) -> tuple[str, int, list[Piece], bool]:
+        c = stagger_order(gpu % self.n, self.n)[p]
+        m = self.maps[gpu % self.n].lookup(c)
+        if m.kind == "local":
+            return "local", -1, [], False
+        r = m.peer
+        tracked = self.maps[r].lookup(c).kind == "dma"
+        return m.kind, r, _pieces(self.segs, p, self.position(r, c), tracked), tracked
+
+    def incoming(self, gpu: int, p: int, lo: int, hi: int) -> list[tuple[int, str]]:
+        """Refs of the update ops carrying tiles [lo, hi) of the chunk ``gpu`` produces at position p."""
+        c = stagger_order(gpu % self.n, self.n)[p]
+        refs = []
+        for h, ph in self.senders(gpu, c):
+            _, _, pieces, _ = self.outgoing(h, ph)
+            refs += [(h, f"rs.{ph}.{i}") for i, (_, _, a, b) in enumerate(pieces) if a < hi and lo < b]
+        return refs
+
+    # ---- schedule -------------------------------------------------------------------------------
+    def build(self) -> Schedule:
+        b, n, plan = self.b, self.n, self.plan
+        for g in b.gpus:
+            order = stagger_order(g, n)
+            kinds = [self.maps[g].lookup(c).kind for c in order]
+            for c in order:
+                m = self.maps[g].lookup(c)
+                if m.kind == "dma":
+                    ns = len(self.senders(g, c))
+                    if ns != 1 or m.trigger_count != 1 + ns:
+                        raise ScheduleError(
+                            f"address map: GPU {g} chunk {c}: dma_map needs exactly one upstream producer and "
+                            f"trigger_count 2 (got {ns} producers, trigger_count {m.trigger_count})"
+                        )
+            self._gemm(g, order, kinds)
+            for p in range(n):
+                self._updates(g, p)
+            done = [(g, f"gemm.C{len(plan.waves) - 1}")]
+            for p in range(n):
+                _, _, pieces, _ = self.outgoing(g, p)
+                done += [(g, f"rs.{p}.{i}") for i in range(len(pieces))]
+            done += self.incoming(g, n - 1, 0, plan.tiles_m_chunk * plan.tiles_n)
+            b.add(g, "rs.done", kind="rs-done", cat="rs", deps=done, prio=self.comm_prio)
+        all_gather(b, self.op.comm_bytes, start=lambda g: [(g, "rs.done")])
+        b.meta["gemm_plan"] = plan
+        return b.build()
+
+    def _gemm(self, g: int, order: tuple[int, ...], kinds: list[str]) -> None:
+        b, hw, plan, fn, tr = self.b, self.hw, self.plan, self.fn, self.tracker
+        cu, hbm = b.cu(g), b.hbm(g)
+        remote_pos = {p for p, k in enumerate(kinds) if k == "remote"}
+        # table entries a wave opens: one per wavefront tile of its dma_mapped groups (as its DMAs release)
+        opens = [0] * len(plan.waves)
+        for p, k in enumerate(kinds):
+            if k == "dma":
+                for w1, _, lo, hi in self.outgoing(g, p)[2]:
+                    opens[w1] += tr.entries_for(hi - lo)
+        tr.check_fits(max(opens, default=0))
+        stores_prev: list[tuple[int, str]] = []
+        stage_ops: list[list[int]] = [[] for _ in range(self.n)]
+        for w in plan.waves:
+            load_deps = [] if w.index == 0 else [(g, f"gemm.L{w.index - 1}")]
+            if w.index >= 2:
+                load_deps.append((g, f"gemm.C{w.index - 2}"))
+            lo = b.add(
+                g, f"gemm.L{w.index}", kind="gemm-load", cat="gemm", work=[(hbm, w.read_bytes)],
+                delay_s=hw.compute.kernel_launch_s if w.index == 0 else 0.0,
+                deps=load_deps, traffic={"gemm_read": w.read_bytes},
+            )  # fmt: skip
+            local = sum(v for pos, v in w.write_bytes.items() if pos not in remote_pos)
+            self.counts["gemm_write_local"] += local
+            cdeps = (
+                [(g, f"gemm.L{w.index}")] + ([(g, f"gemm.C{w.index - 1}")] if w.index else []) + stores_prev
+            )
+            acquire = [(b.semaphore(g, SEMAPHORE_KIND, tr.entries), opens[w.index])] if opens[w.index] else []
+            o = b.add(
+                g, f"gemm.C{w.index}", kind="gemm-compute", cat="gemm",
+                work=[(cu, w.compute_s * w.cus_used), (hbm, local)], caps=[(cu, float(w.cus_used))],
+                deps=cdeps, traffic={"gemm_write": local}, acquire=acquire,
+            )  # fmt: skip
+            for pos, _, _ in w.segments:
+                stage_ops[pos] += [lo.id, o.id]
+            if fn is not None:
+                segs = [(order[pos], a, e) for pos, a, e in w.segments if pos not in remote_pos]
+                o.on_finish = lambda g=g, segs=segs: fn.local_writes(g, segs)
+            stores_prev = []
+            for p in remote_pos:
+                _, _, pieces, _ = self.outgoing(g, p)
+                stores_prev += [(g, f"rs.{p}.{i}") for i, pc in enumerate(pieces) if pc[0] == w.index]
+        spans = b.meta.setdefault("trace_spans", [])
+        for p, ids in enumerate(stage_ops):
+            spans.append((g, "GEMM stages", f"stage {p + 1}: chunk {order[p]} ({kinds[p]})", ids))
+
+    def _updates(self, g: int, p: int) -> None:
+        b, hw, fn, tr = self.b, self.hw, self.fn, self.tracker
+        kind, r, pieces, tracked = self.outgoing(g, p)
+        if kind == "local":
+            return
+        c = stagger_order(g, self.n)[p]
+        lat = hw.link.latency_s
+        for i, (w1, _, lo, hi) in enumerate(pieces):
+            nb = (hi - lo) * self.tile_bytes
+            ent = tr.entries_for(hi - lo)
+            upd, ch = update_work(b, r, nb)
+            work = [(x, nb) for x in b.path(g, r)] + upd
+            key = f"rs.{p}.{i}"
+            if kind == "remote":
+                self.counts["gemm_write_remote"] += nb
+                deps = [(g, f"gemm.L{w1}")] + ([(g, f"gemm.C{w1 - 1}")] if w1 else [])
+                o = b.add(
+                    g, key, kind="remote-store", cat="rs", work=work, delay_s=lat, deps=deps,
+                    traffic={"rs_write": ch, "link": nb}, prio=self.comm_prio,
+                )  # fmt: skip
+                if fn is not None:
+                    o.on_finish = lambda g=g, r=r, c=c, lo=lo, hi=hi: fn.remote_store(g, r, c, lo, hi)
+            else:  # dma: triggered by the local tiles + the upstream updates of these tiles
+                self.counts["triggers"] += ent
+                self.counts["dma_commands"] += 1
+                deps = [(g, f"gemm.C{w1}")] + self.incoming(g, p, lo, hi)
+                work += [(b.hbm(g), nb), (b.dma(g), nb)]
+                o = b.add(
+                    g, key, kind="dma", cat="rs", work=work, delay_s=lat + hw.dma.command_overhead_s,
+                    deps=deps, traffic={"rs_read": nb, "rs_write": ch, "link": nb}, prio=self.comm_prio,
+                    release=[(b.semaphore(g, SEMAPHORE_KIND, tr.entries), ent)],
+                )  # fmt: skip
+                if fn is not None:
+                    o.on_start = lambda g=g, key=key, c=c, lo=lo, hi=hi: fn.dma_read(g, key, c, lo, hi)
+                    o.on_finish = lambda g=g, r=r, key=key, c=c, lo=lo, hi=hi: fn.dma_apply(
+                        g, r, key, c, lo, hi
+                    )
+
+    # ---- outcome --------------------------------------------------------------------------------
+    def run(self) -> Outcome:
+        sched = self.build()
+        try:
+            res = self.opts.engine().run(sched)
+        except DeadlockError as err:
+            raise ConfigError(
+                f"tracker.entries: {self.tracker.entries} entries deadlock this schedule ({err})"
+            ) from None
+        out = summarize(res)
+        k = len(sched.gpus)
+        extra: dict[str, Any] = {
+            "tracker": {
+                **self.tracker.stats(res, k),
+                "triggers": self.counts["triggers"] / k,
+                "dma_commands": self.counts["dma_commands"] / k,
+            },
+            "gemm_write_bytes": {
+                "local": self.counts["gemm_write_local"] / k,
+                "remote": self.counts["gemm_write_remote"] / k,
+            },
+            "rs_algorithm": "ring" if self.ring else "direct",
+            "chunks": "columns" if self.columns else "rows",
+        }
+        if self.mca:
+            extra["mca"] = {
+                "threshold": self.theta,
+                "first_stage_intensity": self.intensity,
+                "starvation_share": self.hw.mca.starvation_share,
+            }
+        if self.fn is not None:
+            owned = {g: stagger_order(g, self.n)[self.n - 1] for g in range(self.n)}
+            expected = {(g, c): len(self.senders(g, c)) for g in range(self.n) for c in range(self.n)}
+            extra["functional"] = self.fn.check(owned, expected)
+        out.extra.update(extra)
+        return out
+
+
+@register(
+    "t3", "T3: GEMM stores drive the RS (address map, tracker, DMA, NMC), default HBM arbitration; then AG"
+)
+def run_t3(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
+    return T3Builder("t3", op, hw, opts, mca=False).run()
+
+
+@register(
+    "t3-mca", "T3 with memory-controller arbitration (GEMM first, occupancy threshold, starvation bound)"
+)
+def run_t3_mca(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
+    return T3Builder("t3-mca", op, hw, opts, mca=True).run()
+
+
+def nmc_rs_schedule(op: Operator, hw: Hardware, opts: RunOptions) -> Schedule:
+    require_nmc(hw, "ideal-rs-nmc")
+    b = ScheduleBuilder("rs-nmc", hw, op.tp, symmetric=opts.symmetric)
+    nmc_reduce_scatter(b, op.comm_bytes)
+    return b.build()
+
+
+@register("ideal-rs-nmc", "GEMM and an RS with NMC reductions perfectly overlapped (isolated times), then AG")
+def run_ideal_rs_nmc(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
+    eng_opts = replace(opts, functional=False)
+    parts = {
+        "gemm": summarize(eng_opts.engine().run(sequential_schedule(op, hw, eng_opts, parts="gemm"))),
+        "rs": summarize(eng_opts.engine().run(nmc_rs_schedule(op, hw, eng_opts))),
+        "ag": summarize(eng_opts.engine().run(sequential_schedule(op, hw, eng_opts, parts="ag"))),
+    }
+    return ideal_overlap(parts)

@@ -14,16 +14,17 @@ in the same run, alternating repetitions, and the time of a repetition is the sl
 
 The CPU time of every variant (all threads of the rank's process, slowest rank, median) is
 printed too: on this host communication costs CPU (kernel copies through loopback, gloo's I/O
-thread, the reductions), so with one core per rank the sequential run's CPU time is a floor no
-overlap can beat; the ideal bound ``max(compute, comm)`` assumes communication is free for the
-cores, as DMA engines and links make it on GPUs.
+thread, the reductions, and any polling while waiting) and competes with the GEMM for the two
+cores, whereas the ideal bound ``max(compute, comm)`` assumes communication leaves the cores
+free, as DMA engines and links do on GPUs.
 
 Two statistics are printed: the median over repetitions and the best repetition (the least
 disturbed by other load on the host); the fraction of the ideal gain is given for each.
 
 ``ideal = max(compute, comm)``; the fraction of the ideal gain achieved is
 ``(sequential - t) / (sequential - ideal)``. The last column is the simulator's prediction for
-the same run on the ``cpu-local`` preset, when the simulator API is importable.
+the same run on the ``cpu-local`` preset, when the simulator API is importable (see
+``_predict.py`` for which schedule stands for which variant).
 
 Usage: ``PYTHONPATH=src python3 benchmarks/bench_runtime.py [--reps 15] [--quick]``
 """
@@ -163,8 +164,8 @@ def main() -> None:
         med = {k: v[0] for k, v in row["median"].items()}
         best = {k: v[1] for k, v in row["median"].items()}
         cpu = {k: v[2] for k, v in row["median"].items()}
-        sim = predict(op, M, N, K, world)
-        any_sim = any_sim or sim is not None
+        sim = predict(op, M, N, K, world, PLANS)
+        any_sim = any_sim or bool(sim)
         if op == "ag":
             print(
                 f"\n## all-gather (ring) -> GEMM, shard {M}x{K}, B {K}x{N} fp32: "
@@ -178,15 +179,8 @@ def main() -> None:
             )
         print(
             f"{'variant':40s} {'median ms':>9s} {'speed-up':>8s} {'of ideal gain':>13s}   "
-            f"{'best ms':>8s} {'of ideal gain':>13s}   {'CPU ms/rank':>11s}   {'simulated ms':>12s}"
+            f"{'best ms':>8s} {'of ideal gain':>13s}   {'CPU ms/rank':>11s}   simulated ms (what)"
         )
-        simmap: dict[str, float] = {}
-        if sim is not None:
-            simmap = {"compute": sim["compute_s"], "comm": sim["comm_s"], "sequential": sim["sequential_s"]}
-            simmap["ideal"] = sim["ideal_s"]
-            for k in med:
-                if k.startswith("tile-triggered") and sim["overlapped_s"] is not None:
-                    simmap[k] = sim["overlapped_s"]
         med["ideal"], best["ideal"] = max(med["compute"], med["comm"]), max(best["compute"], best["comm"])
         for k in med:
             label = "ideal = max(compute, comm)" if k == "ideal" else k
@@ -198,25 +192,18 @@ def main() -> None:
                 )
                 cells.append((t, gain))
             speed = f"{med['sequential'] / med[k]:.2f}x" if k not in ("compute", "comm") else ""
-            s_txt = f"{simmap[k] * 1e3:.2f}" if k in simmap else "-"
+            s_txt = f"{sim[k][0] * 1e3:.2f} ({sim[k][1]})" if k in sim else "-"
             c_txt = f"{cpu[k] * 1e3:.2f}" if k in cpu else ""
             print(
                 f"{label:40s} {cells[0][0] * 1e3:9.2f} {speed:>8s} {cells[0][1]:>13s}   "
-                f"{cells[1][0] * 1e3:8.2f} {cells[1][1]:>13s}   {c_txt:>11s}   {s_txt:>12s}"
+                f"{cells[1][0] * 1e3:8.2f} {cells[1][1]:>13s}   {c_txt:>11s}   {s_txt}"
             )
-        floor = max(med["ideal"], cpu["sequential"])
-        print(
-            f"CPU floor: the sequential run keeps {cpu['sequential'] * 1e3:.2f} ms of CPU busy per rank (GEMM, "
-            f"loopback copies, reductions); with one core per rank no schedule beats max(ideal, that) = "
-            f"{floor * 1e3:.2f} ms: at most {(med['sequential'] - floor) / (med['sequential'] - med['ideal']) * 100:.0f}% "
-            "of the ideal gain (median) is reachable on this host"
-        )
     if not any_sim:
         print("\n(simulated column empty: the simulator API is not importable in this checkout)")
     else:
         print(
-            "\n(simulated: t3 simulator on the cpu-local preset; '-' where the simulator has no"
-            " configuration for that variant)"
+            "\n(simulated: t3 simulator on the cpu-local preset, see benchmarks/_predict.py; FiCCO schedule"
+            " names for the tile-triggered rows; '-' where the simulator has no matching schedule)"
         )
 
 

@@ -17,7 +17,7 @@ from t3.runtime.producer import TiledMatmul
 from t3.runtime.stats import RuntimeStats
 from t3.runtime.tracker import TileTracker, TrackerAborted
 
-DEFAULT_TILE = (256, 256)
+DEFAULT_TILE = (256, 2048)  # wide row panels: near full GEMM rate on a CPU core (benchmarks/bench_runtime.py)
 DEFAULT_TIMEOUT_S = 120.0
 # Below this many FLOP per rank the thread hand-off and per-region messages cost more than the
 # overlap can win on a CPU host (see docs/runtime.md); "auto" then runs the reference and says so.

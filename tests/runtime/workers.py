@@ -52,6 +52,9 @@ def _cases() -> list[Case]:
         Case("ar", "direct", "shard", "m", "f64", 0, (256, 256)),
     ]
     out += [Case("ag", "ring", "shard", "m", "f64", 0, (256, 256))]
+    # half precisions: small integers stay exact (|sums| <= 160 < 2**8)
+    for op in ("rs", "ar", "ag"):
+        out += [Case(op, "ring", "ficco", "m", "bf16"), Case(op, "direct", "shard", "m", "f16")]
     return out
 
 
@@ -61,7 +64,12 @@ CASES = _cases()
 def make_inputs(op: str, data: str, rank: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(1000 * seed + rank)
     m, k, n = AG_SHAPE if op == "ag" else RS_SHAPE
-    dtype = torch.float64 if data == "f64" else torch.float32
+    dtype = {"f64": torch.float64, "bf16": torch.bfloat16, "f16": torch.float16}.get(data, torch.float32)
+    if data in ("bf16", "f16"):  # |values| <= 2: every sum of K=10 products is exact in 8-bit mantissas
+        return (
+            torch.randint(-2, 3, (m, k), generator=g).to(dtype),
+            torch.randint(-2, 3, (k, n), generator=g).to(dtype),
+        )
     if data == "int":  # small integers: every product and sum is exact in float32
         return (
             torch.randint(-4, 5, (m, k), generator=g).to(dtype),
@@ -98,7 +106,13 @@ def call(case: Case, A: torch.Tensor, B: torch.Tensor, **kw: Any) -> Any:
 
 
 def _pack(t: torch.Tensor) -> dict[str, Any]:
-    return {"value": t.numpy().copy(), "shape": tuple(t.shape), "stride": t.stride(), "dtype": str(t.dtype)}
+    # float64 holds every value of the dtypes under test exactly (numpy has no bfloat16)
+    return {
+        "value": t.to(torch.float64).numpy().copy(),
+        "shape": tuple(t.shape),
+        "stride": t.stride(),
+        "dtype": str(t.dtype),
+    }
 
 
 def correctness(rank: int, world: int) -> dict[str, Any]:
@@ -130,6 +144,11 @@ def fallbacks(rank: int, world: int) -> dict[str, Any]:
     res["small"] = (torch.equal(out, oracle("rs", A, B, world)), st.path, st.reason)
     out, st = call(case, A, B, path="auto", min_flops=0, return_stats=True)
     res["big-enough"] = (torch.equal(out, oracle("rs", A, B, world)), st.path, st.reason)
+    # non-contiguous operands (transposed views) give the same values
+    At, Bt = A.t().contiguous().t(), B.t().contiguous().t()
+    assert not At.is_contiguous() and not Bt.is_contiguous()
+    out, st = call(case, At, Bt, path="tiled", return_stats=True)
+    res["non-contiguous"] = (torch.equal(out, oracle("rs", A, B, world)), st.path, st.reason)
     A = A[: world * 5 + 1]  # rows not divisible by the world size
     out, st = call(Case("ar", "ring", "shard", "m", "int"), A, B, path="auto", min_flops=0, return_stats=True)
     res["ar-uneven"] = (torch.equal(out, oracle("ar", A, B, world)), st.path, st.reason)

@@ -20,7 +20,7 @@ class RuntimeStats:
     total_s: float = 0.0  # wall time of the call on this rank
     produce_s: float = 0.0  # main thread inside GEMM tiles
     wait_s: float = 0.0  # main thread blocked: on arrivals (AG->GEMM) or on communication after the GEMM
-    comm_wait_s: float = 0.0  # communication thread blocked on peers or on the producer
+    comm_wait_s: float = 0.0  # communication thread blocked waiting for peers (transfers to complete)
     bytes_sent: int = 0  # payload bytes this rank sent (reference path: not measured, 0)
 
     def as_dict(self) -> dict[str, Any]:

@@ -1,0 +1,62 @@
+"""``t3 reproduce t3``: the T3 paper's evaluation in one command (report, figures, JSON)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from t3.cli.common import parse_overrides
+from t3.cli.reproduce import reproduce_app
+
+
+@reproduce_app.command("t3")
+def reproduce_t3(
+    out: Path = typer.Option(Path("results/t3"), "--out", help="output directory (report, figures, JSON)"),
+    json_file: Path | None = typer.Option(None, "--json", help="also write the JSON document here"),
+    workers: int | None = typer.Option(None, help="worker processes (default: CPU count, at most 8)"),
+    hw: str = typer.Option("paper-80cu", "--hw", help="hardware preset name or TOML file"),
+    quick: bool = typer.Option(False, "--quick", help="TP 8 only, no TP-32 models, no sensitivity sweeps"),
+    no_figures: bool = typer.Option(False, "--no-figures", help="skip the PNG figures"),
+    overrides: list[str] = typer.Option(None, "--set", help="hardware override KEY=VALUE for every point"),
+    executor: str = typer.Option("local", help="where simulation points run: local (process pool) or dask"),
+    scheduler: str | None = typer.Option(None, help="dask scheduler address (default: a LocalCluster)"),
+    store: Path | None = typer.Option(
+        None, help="resumable Parquet store of the simulation points (an interrupted run resumes from it)"
+    ),
+) -> None:
+    """Sublayer speedups, data movement, end-to-end projection, contention and sensitivity vs the paper."""
+    from t3.experiments import figures, report
+    from t3.experiments.reproduce_t3 import Plan, reproduce
+
+    plan = Plan(hardware=hw, hw_overrides=parse_overrides(overrides))
+    if quick:
+        plan = Plan(hardware=hw, hw_overrides=plan.hw_overrides, tps=(8,), large_models=(), sweeps=())
+    t0 = time.perf_counter()
+    doc = reproduce(plan, workers=workers, executor=executor, scheduler=scheduler, store=store)
+    out.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(doc, indent=1)
+    (out / "t3.json").write_text(text + "\n")
+    if json_file is not None:
+        json_file.parent.mkdir(parents=True, exist_ok=True)
+        json_file.write_text(text + "\n")
+    figs = [] if no_figures else figures.make_all(doc, out, workers=workers)
+    (out / "report.md").write_text(report.render(doc, figs) + "\n")
+    c = Console()
+    s = doc["summary"]
+    if doc["configs"]["missing"]:
+        c.print(f"[bold red]WARNING: configurations not registered: {', '.join(doc['configs']['missing'])} "
+                "(their numbers are n/a)[/]")  # fmt: skip
+    if doc["errors"]:
+        c.print(f"[bold red]WARNING: {len(doc['errors'])} simulation(s) failed (see the report); their "
+                "configurations are left out of the summaries[/]")  # fmt: skip
+    for name in ("ideal_gemm_rs_overlap", "t3", "t3_mca", "ideal_rs_nmc", "large_models_t3_mca"):
+        g, m = s[name]["geomean_speedup"], s[name]["max_speedup"]
+        c.print(f"{name:24s} geomean {report.pct(g)}  max {report.pct(m)}")
+    d = s["data_movement_reduction"]
+    c.print(f"{'data movement reduction':24s} geomean {report.pct(d['geomean'])}  max {report.pct(d['max'])}")
+    c.print(f"wrote {out / 'report.md'}, {out / 't3.json'} and {len(figs)} figures in "
+            f"{time.perf_counter() - t0:.1f} s")  # fmt: skip

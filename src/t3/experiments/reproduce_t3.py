@@ -1,0 +1,650 @@
+"""``t3 reproduce t3``: the T3 paper's evaluation as one list of simulation tasks, then a summary.
+
+Flow: :func:`build_tasks` lists every simulation the evaluation needs (sublayer points on the
+paper's system, the concurrent-kernel motivation, sensitivity sweeps, one traced run for the HBM
+timeline, the non-sliced GEMMs of the end-to-end projection), deduplicated; :func:`execute_all` runs
+them with one call (an ordered process pool); :func:`summarize` turns the records into the JSON
+document (points, summary, end-to-end, concurrent, sensitivity, calibration).
+
+Speedup of a configuration at a point = ``T_sequential / T_config - 1`` (a fraction: 0.30 = 30 %),
+against Sequential at the same model, TP, sublayer, tokens and hardware. Geomean speedup =
+``geomean(1 + s) - 1``. Configurations that are not registered are listed under ``missing`` and
+their numbers are ``null``: nothing is ever filled in for them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from t3.config.hardware import load_hardware
+from t3.errors import ConfigError, ScheduleError
+from t3.experiments import endtoend
+from t3.schedules import CONFIGS
+from t3.sim.schedule import DRAM_CATEGORIES
+from t3.workload import get_model, sublayer_operator
+
+PAPER_CONFIGS = ("sequential", "t3", "t3-mca", "ideal-gemm-rs-overlap", "ideal-rs-nmc")
+COMPARED = ("ideal-gemm-rs-overlap", "ideal-rs-nmc", "t3", "t3-mca")
+SUBLAYERS = ("op", "fc2", "fc1-bwd", "ip-bwd")
+DRAM_CATS = tuple(c for c in DRAM_CATEGORIES if not c.startswith("a2a"))
+
+
+def key(config: str) -> str:
+    return config.replace("-", "_")
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A sensitivity sweep: ``values`` of a hardware field (or tokens) applied to the main set."""
+
+    name: str
+    label: str
+    field: str  # dotted hardware path, or "tokens"
+    values: tuple[Any, ...]
+    relative: bool = False  # values multiply the preset's value
+    affects_baselines: bool = True  # False: sequential/ideal are unchanged (T3-only knobs)
+    configs: tuple[str, ...] = COMPARED
+    also: tuple[str, ...] = ()  # (relative sweeps) fields scaled by the same factor
+
+
+def _mca_sweep() -> Sweep:
+    """The MCA threshold sweep: the scale on the GEMM's measured intensity where the hardware model has
+    one (threshold = scale x first-stage HBM intensity), else the fixed occupancy threshold."""
+    from t3.config.hardware import Mca
+
+    if "intensity_scale" in Mca.model_fields:
+        return Sweep(
+            "mca_threshold", "MCA threshold scale (x GEMM first-stage HBM intensity)", "mca.intensity_scale",
+            (0.25, 0.5, 1.0, 2.0, 4.0), affects_baselines=False, configs=("t3-mca",),
+        )  # fmt: skip
+    return Sweep(
+        "mca_threshold", "MCA occupancy threshold", "mca.occupancy_threshold", (0.2, 0.4, 0.6, 0.8, 1.0),
+        affects_baselines=False, configs=("t3-mca",),
+    )  # fmt: skip
+
+
+DEFAULT_SWEEPS = (
+    Sweep("link_bw", "link bandwidth (x preset)", "link.bandwidth_Bps", (0.5, 1.0, 2.0), relative=True),
+    Sweep(
+        "cus",
+        "compute units and tracker entries (x preset)",
+        "compute.cus",
+        (1.0, 2.0),
+        relative=True,
+        also=("tracker.entries",),
+    ),  # fmt: skip
+    Sweep(
+        "cus_fixed_tracker",
+        "compute units (x preset), tracker fixed",
+        "compute.cus",
+        (1.0, 2.0),
+        relative=True,
+    ),
+    Sweep(
+        "tracker_entries",
+        "tracker entries",
+        "tracker.entries",
+        (32, 64, 128, 256, 512, 1024),
+        affects_baselines=False,
+        configs=("t3", "t3-mca"),
+    ),  # fmt: skip
+    _mca_sweep(),
+    Sweep("tokens", "tokens (batch x sequence)", "tokens", (2048, 4096, 8192, 16384)),
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to reproduce. The defaults are the paper's evaluation; tests use smaller plans."""
+
+    hardware: str = "paper-80cu"
+    models: tuple[str, ...] = ("mega-gpt-2", "t-nlg")
+    tps: tuple[int, ...] = (8, 16)
+    large_models: tuple[str, ...] = ("gpt-3", "palm", "mt-nlg")
+    large_tps: tuple[int, ...] = (32,)
+    sublayers: tuple[str, ...] = SUBLAYERS
+    tokens: int | None = None  # None: each model's calibrated default (zoo)
+    comm_cus: tuple[int, ...] = (8, 16)
+    sweeps: tuple[Sweep, ...] = DEFAULT_SWEEPS
+    timeline: tuple[str, int, str] | None = ("t-nlg", 8, "fc2")
+    timeline_bins: int = 200
+    configs: tuple[str, ...] = PAPER_CONFIGS
+    hw_overrides: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        """Fail before any simulation, naming the field."""
+        hw = load_hardware(self.hardware, self.hw_overrides or None)
+        topo = hw.topology
+        for tp in (*self.tps, *(self.large_tps if self.large_models else ())):
+            if topo.kind in ("mesh", "switch") and tp > topo.gpus:
+                raise ConfigError(
+                    f"tp: {tp} GPUs exceed the {topo.kind} of {topo.gpus} GPUs of hardware '{hw.name}' "
+                    "(the T3 evaluation needs TP 8, 16 and 32; use a ring preset such as paper-80cu)"
+                )
+        for m in (*self.models, *self.large_models):
+            spec = get_model(m)
+            tps = self.tps if m in self.models else self.large_tps
+            for tp in tps:
+                for s in self.sublayers:
+                    sublayer_operator(spec, s, tp, self.tokens)
+        for sw in self.sweeps:
+            if sw.field != "tokens":
+                v = sw.values[0] * _get(hw.model_dump(), sw.field) if sw.relative else sw.values[0]
+                hw.with_overrides({sw.field: _cast(hw, sw.field, v)})
+        if "sequential" not in self.configs:
+            raise ConfigError("configs: 'sequential' is required (every speedup is over it)")
+
+
+def _get(d: dict, path: str) -> Any:
+    for p in path.split("."):
+        if not isinstance(d, dict) or p not in d:
+            raise ConfigError(f"hardware.{path}: unknown field")
+        d = d[p]
+    return d
+
+
+def _cast(hw, path: str, v: Any) -> Any:
+    return int(round(v)) if isinstance(_get(hw.model_dump(), path), int) else v
+
+
+def available(configs: Sequence[str]) -> tuple[list[str], list[str]]:
+    have = [c for c in configs if c in CONFIGS]
+    return have, [c for c in configs if c not in CONFIGS]
+
+
+# ---- tasks ---------------------------------------------------------------------------------
+def _run_task(model, tp, sublayer, config, plan: Plan, tokens=None, overrides=None, **options) -> dict:
+    ov = dict(plan.hw_overrides)
+    ov.update(overrides or {})
+    return {
+        "kind": "run",
+        "point": {
+            "model": model, "tp": tp, "sublayer": sublayer, "config": config, "hardware": plan.hardware,
+            "tokens": plan.tokens if tokens is None else tokens, "hw_overrides": ov or None,
+            "options": dict(options),
+        },
+    }  # fmt: skip
+
+
+def task_id(task: dict) -> str:
+    return json.dumps(task, sort_keys=True)
+
+
+def sweep_overrides(plan: Plan, sw: Sweep, value: Any) -> tuple[dict, int | None]:
+    if sw.field == "tokens":
+        return {}, int(value)
+    hw = load_hardware(plan.hardware, plan.hw_overrides or None)
+    d = hw.model_dump()
+    v = value * _get(d, sw.field) if sw.relative else value
+    out = {sw.field: _cast(hw, sw.field, v)}
+    for f in sw.also:
+        out[f] = _cast(hw, f, value * _get(d, f))
+    return out, None
+
+
+def build_tasks(plan: Plan) -> dict[str, list[dict]]:
+    """Every simulation of the evaluation, grouped by study (a task may appear in several studies)."""
+    have, _ = available(plan.configs)
+    studies: dict[str, list[dict]] = {"main": [], "large": [], "concurrent": [], "timeline": [], "gemm": []}
+    sets = [("main", plan.models, plan.tps), ("large", plan.large_models, plan.large_tps)]
+    for study, models, tps in sets:
+        for m in models:
+            for tp in tps:
+                for s in plan.sublayers:
+                    for c in have:
+                        studies[study].append(_run_task(m, tp, s, c, plan))
+    for m in plan.models:
+        for tp in plan.tps:
+            for s in plan.sublayers:
+                for k in plan.comm_cus:
+                    studies["concurrent"].append(_run_task(m, tp, s, "concurrent", plan, comm_cus=k))
+    for sw in plan.sweeps:
+        lst = studies.setdefault(f"sweep:{sw.name}", [])
+        cfgs = [c for c in sw.configs if c in have]
+        for v in sw.values:
+            ov, tok = sweep_overrides(plan, sw, v)
+            for m in plan.models:
+                for tp in plan.tps:
+                    for s in plan.sublayers:
+                        base_ov, base_tok = (ov, tok) if sw.affects_baselines else ({}, None)
+                        lst.append(_run_task(m, tp, s, "sequential", plan, base_tok, base_ov))
+                        for c in cfgs:
+                            lst.append(_run_task(m, tp, s, c, plan, tok, ov))
+    if plan.timeline:
+        m, tp, s = plan.timeline
+        for c in [c for c in ("sequential", "t3", "t3-mca") if c in have]:
+            studies["timeline"].append(
+                {"kind": "trace", "point": _run_task(m, tp, s, c, plan)["point"], "bins": plan.timeline_bins}
+            )
+    for m in plan.models:
+        spec = get_model(m)
+        tokens = plan.tokens or spec.tokens
+        for tp in plan.tps:
+            for phase in endtoend.PHASE_SUBLAYERS:
+                for name, g in endtoend.other_gemms(spec, tp, tokens, phase).items():
+                    studies["gemm"].append(
+                        {
+                            "kind": "gemm", "model": m, "tp": tp, "name": name,
+                            "m": g.m, "n": g.n, "k": g.k, "dtype": g.dtype,
+                            "hardware": plan.hardware, "hw_overrides": dict(plan.hw_overrides) or None,
+                        }
+                    )  # fmt: skip
+    return studies
+
+
+def unique_tasks(studies: dict[str, list[dict]]) -> list[dict]:
+    seen: dict[str, dict] = {}
+    for lst in studies.values():
+        for t in lst:
+            seen.setdefault(task_id(t), t)
+
+    # heaviest first keeps the pool busy to the end (traces and large models are the long ones)
+    def weight(t: dict) -> tuple:
+        p = t.get("point", {})
+        return (t["kind"] != "trace", -get_model(p["model"]).hidden if p else 0)
+
+    return sorted(seen.values(), key=weight)
+
+
+# ---- workers (module level: picklable) ------------------------------------------------------
+def execute(task: dict) -> dict:
+    """Run one task. A configuration that rejects its input (a ``T3Error``, e.g. a tracker too small
+    for one wave) or cannot progress returns ``{"error": message}``: the summary reports it, never
+    a number."""
+    from t3.errors import T3Error
+    from t3.sim.engine import DeadlockError
+
+    try:
+        return _execute(task)
+    except (T3Error, DeadlockError) as err:
+        return {"error": f"{type(err).__name__}: {err}"}
+
+
+def _execute(task: dict) -> dict:
+    kind = task["kind"]
+    if kind == "run":
+        from t3.experiments.parallel import run_point
+
+        return _run_result(run_point(task["point"]))
+    if kind == "gemm":
+        return {"time_s": gemm_alone_s(task)}
+    if kind == "trace":
+        return hbm_timeline(task["point"], task["bins"])
+    raise ValueError(f"task kind '{kind}'")
+
+
+def _run_result(rec: dict) -> dict:
+    """The fields of a run record the study needs, in a fixed key order (stored records are key-sorted)."""
+    bd = rec["breakdown_s"]
+    return {
+        "time_s": rec["time_s"],
+        "breakdown_s": {k: bd[k] for k in ("gemm", "reduce_scatter", "all_gather", "exposed_comm")},
+        "dram_bytes": {k: rec["dram_bytes"][k] for k in DRAM_CATEGORIES if k in rec["dram_bytes"]},
+        "link_bytes": rec["link_bytes"],
+        "tokens": rec["tokens"],
+    }
+
+
+def gemm_alone_s(task: dict) -> float:
+    """Time of one GEMM alone on a GPU (launch included), simulated with the same GEMM model."""
+    from t3.ops.gemm import add_gemm, plan_gemm
+    from t3.sim.engine import Engine
+    from t3.sim.schedule import ScheduleBuilder
+    from t3.workload.sublayers import GemmShape
+
+    hw = load_hardware(task["hardware"], task.get("hw_overrides"))
+    b = ScheduleBuilder("gemm", hw, 2, symmetric=True)
+    add_gemm(b, 0, plan_gemm(GemmShape(task["m"], task["n"], task["k"], task["dtype"]), hw))
+    return Engine().run(b.build()).makespan
+
+
+def hbm_timeline(point: dict, bins: int) -> dict:
+    """HBM bandwidth of GPU 0 by traffic category over time (bytes/s, averaged into ``bins`` bins)."""
+    from t3.api import resolve
+    from t3.schedules import RunOptions
+
+    p = dict(point)
+    opts = RunOptions(trace=True, **p.pop("options", {}))
+    op, hw, spec = resolve(
+        p["model"], p["tp"], p["sublayer"], p["config"], p["hardware"], p["tokens"], p["hw_overrides"]
+    )
+    out = spec.run(op, hw, opts)
+    res = out.results[0]
+    hbm = [i for i, r in enumerate(res.schedule.resources) if r.kind == "hbm" and r.gpu == 0]
+    t_end = res.makespan
+    dt = t_end / bins
+    series: dict[str, list[float]] = {}
+    for t0, t1, snap in res.usage or []:
+        for (r, cat), rate in snap.items():
+            if r not in hbm or rate <= 0:
+                continue
+            s = series.setdefault(cat, [0.0] * bins)
+            b0, b1 = int(t0 / dt), min(bins - 1, int(t1 / dt))
+            for b in range(b0, b1 + 1):
+                lo, hi = max(t0, b * dt), min(t1, (b + 1) * dt)
+                if hi > lo:
+                    s[b] += rate * (hi - lo) / dt
+    return {
+        "config": p["config"], "time_s": out.time_s, "bin_s": dt,
+        "capacity_Bps": hw.hbm.effective_Bps, "peak_Bps": hw.hbm.bandwidth_Bps,
+        "series_Bps": {k: series[k] for k in sorted(series)},
+    }  # fmt: skip
+
+
+def execute_all(
+    tasks: list[dict], *, workers: int | None = None, progress: bool = True,
+    runner: Callable[..., list] | None = None, executor: str = "local", scheduler: str | None = None,
+    store: str | Path | None = None,
+) -> dict[str, dict]:  # fmt: skip
+    """Run every task; results by task id.
+
+    Simulation points (``kind == "run"``) go through the sweep runner (:mod:`t3.experiments.sweep`):
+    local process pool or Dask (``executor``/``scheduler``), and with ``store`` a resumable Parquet
+    store, so an interrupted reproduction resumes where it stopped. The few other tasks (GEMM-alone
+    times, traced timelines) run on the ordered local pool. A custom ``runner`` (pmap's signature) runs
+    everything instead."""
+    from t3.experiments.parallel import pmap
+
+    if runner is not None:
+        out = runner(execute, tasks, workers=workers, desc="t3 reproduce t3", progress=progress)
+        return {task_id(t): r for t, r in zip(tasks, out, strict=True)}
+    from t3.experiments.sweep.run import RECORD_COLUMN, as_sweep
+    from t3.experiments.sweep.run import execute as run_sweep_points
+
+    runs = [t for t in tasks if t["kind"] == "run"]
+    rest = [t for t in tasks if t["kind"] != "run"]
+    results: dict[str, dict] = {}
+    if runs:
+        sweep = as_sweep([t["point"] for t in runs], name="t3 reproduce t3")
+        df, _ = run_sweep_points(
+            sweep, executor=executor, workers=workers, scheduler=scheduler, store=store, progress=progress,
+            description="t3 reproduce t3: points",
+        )  # fmt: skip
+        by_key = dict(
+            zip(df["key"], zip(df["status"], df["error"], df[RECORD_COLUMN], strict=True), strict=True)
+        )
+        for t, k in zip(runs, sweep.keys, strict=True):
+            status, error, rec = by_key[k]
+            if status != "ok":
+                results[task_id(t)] = {"error": error}
+            else:
+                results[task_id(t)] = _run_result(json.loads(rec))
+    out = pmap(execute, rest, workers=workers, desc="t3 reproduce t3: timelines, GEMMs", progress=progress)
+    results.update({task_id(t): r for t, r in zip(rest, out, strict=True)})
+    return results
+
+
+# ---- summary --------------------------------------------------------------------------------
+def geomean_speedup(speedups: Sequence[float]) -> float:
+    """geomean(1 + s) - 1 over speedup fractions."""
+    if not speedups:
+        raise ValueError("geomean of no speedups")
+    return math.exp(sum(math.log1p(s) for s in speedups) / len(speedups)) - 1.0
+
+
+def _stats(xs: Sequence[float]) -> dict[str, float | None]:
+    if not xs:
+        return {"geomean_speedup": None, "max_speedup": None}
+    return {"geomean_speedup": geomean_speedup(xs), "max_speedup": max(xs)}
+
+
+def _errors(study: list[dict], results: dict[str, dict]) -> list[dict]:
+    return [
+        {k: t["point"][k] for k in ("model", "tp", "sublayer", "config")}
+        | {"overrides": t["point"]["hw_overrides"], "error": results[task_id(t)]["error"]}
+        for t in study
+        if "error" in results[task_id(t)]
+    ]
+
+
+def _point_records(plan: Plan, study: list[dict], results: dict[str, dict]) -> list[dict]:
+    """Records of a study with speedups; a configuration with any failed point is left out entirely
+    (its failures are in :func:`_errors`) so that no summary is computed over a partial set."""
+    bad = {t["point"]["config"] for t in study if "error" in results[task_id(t)]}
+    if "sequential" in bad:
+        e = next(x for x in _errors(study, results) if x["config"] == "sequential")
+        raise ScheduleError(
+            f"sequential: baseline failed at {e['model']} TP {e['tp']} {e['sublayer']}: {e['error']}"
+        )
+    recs = [dict(t["point"], **results[task_id(t)]) for t in study if t["point"]["config"] not in bad]
+    seq = {(r["model"], r["tp"], r["sublayer"]): r["time_s"] for r in recs if r["config"] == "sequential"}
+    out = []
+    for r in recs:
+        from t3.workload.sublayers import SUBLAYERS as SL
+
+        out.append(
+            {
+                "model": r["model"], "tp": r["tp"], "sublayer": r["sublayer"], "phase": SL[r["sublayer"]][0],
+                "config": r["config"], "tokens": r["tokens"], "time_s": r["time_s"],
+                "speedup": seq[(r["model"], r["tp"], r["sublayer"])] / r["time_s"] - 1.0,
+                "breakdown_s": r["breakdown_s"], "dram_bytes": r["dram_bytes"], "link_bytes": r["link_bytes"],
+            }
+        )  # fmt: skip
+    return out
+
+
+def _by(points: list[dict], config: str) -> dict[tuple, dict]:
+    return {(p["model"], p["tp"], p["sublayer"]): p for p in points if p["config"] == config}
+
+
+def data_movement(points: list[dict]) -> dict[str, Any]:
+    seq, mca = _by(points, "sequential"), _by(points, "t3-mca")
+    if not mca:
+        return {"geomean": None, "max": None, "per_point": []}
+    per = []
+    for k, s in seq.items():
+        ts, tm = sum(s["dram_bytes"].values()), sum(mca[k]["dram_bytes"].values())
+        per.append({"model": k[0], "tp": k[1], "sublayer": k[2], "sequential_B": ts, "t3_mca_B": tm,
+                    "reduction": 1.0 - tm / ts})  # fmt: skip
+    g = math.exp(sum(math.log(p["t3_mca_B"] / p["sequential_B"]) for p in per) / len(per))
+    return {"geomean": 1.0 - g, "max": max(p["reduction"] for p in per), "per_point": per}
+
+
+def concurrent_summary(plan: Plan, studies, results, points: list[dict]) -> dict[str, Any]:
+    seq, ideal = _by(points, "sequential"), _by(points, "ideal-gemm-rs-overlap")
+    ratios: dict[str, list[float]] = {"ideal": []}
+    for t in studies["concurrent"]:
+        p = t["point"]
+        k = (p["model"], p["tp"], p["sublayer"])
+        ratios.setdefault(f"comm_{p['options']['comm_cus']}cu", []).append(
+            seq[k]["time_s"] / results[task_id(t)]["time_s"]
+        )
+    for k, s in seq.items():
+        b = ideal[k]["breakdown_s"]  # isolated GEMM / RS / AG times
+        ratios["ideal"].append(s["time_s"] / max(b["gemm"], b["reduce_scatter"] + b["all_gather"]))
+    out: dict[str, Any] = {}
+    for name, xs in ratios.items():
+        out[name] = math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+        out[f"{name}_max"] = max(xs) if xs else None
+    return out
+
+
+def end_to_end(plan: Plan, studies, results, points: list[dict], have: list[str]) -> dict[str, Any]:
+    gemm: dict[tuple, float] = {}
+    for t in studies["gemm"]:
+        k = (t["model"], t["tp"])
+        gemm.setdefault(k, {})[t["name"]] = results[task_id(t)]["time_s"]
+    seq = _by(points, "sequential")
+    out: dict[str, Any] = {"assumptions": {"attention_share": endtoend.ATTENTION_SHARE,
+                                           "attention_share_range": list(endtoend.ATTENTION_SHARE_RANGE)},
+                           "by_config": {}, "per_model": []}  # fmt: skip
+    for cfg in [c for c in COMPARED if c in have]:
+        pts = _by(points, cfg)
+        agg: dict[str, list[float]] = {}
+        for m in plan.models:
+            for tp in plan.tps:
+                for phase, sls in endtoend.PHASE_SUBLAYERS.items():
+                    sls = [s for s in sls if s in plan.sublayers]
+                    if not sls:
+                        continue
+                    names = endtoend.other_gemms(get_model(m), tp, 1, phase)
+                    other = sum(gemm[(m, tp)][n] for n in names)
+                    args = (
+                        {s: seq[(m, tp, s)]["time_s"] for s in sls},
+                        {s: pts[(m, tp, s)]["time_s"] for s in sls},
+                        {s: seq[(m, tp, s)]["breakdown_s"]["gemm"] for s in sls},
+                        other,
+                    )
+                    pr = endtoend.project(*args)
+                    lo, hi = (
+                        endtoend.project(*args, attention_share=a) for a in endtoend.ATTENTION_SHARE_RANGE
+                    )
+                    agg.setdefault(phase, []).append(pr.speedup)
+                    out["per_model"].append(
+                        {
+                            "config": cfg,
+                            "model": m,
+                            "tp": tp,
+                            "phase": phase,
+                            "speedup": pr.speedup,
+                            "speedup_range": [hi.speedup, lo.speedup],
+                            "comm_share": pr.comm_share,
+                            "layer_seq_s": pr.layer_seq_s,
+                            "layer_cfg_s": pr.layer_cfg_s,
+                            "sliced_s": pr.sliced_s,
+                            "other_gemm_s": pr.other_gemm_s,
+                            "attention_s": pr.attention_s,
+                        }  # fmt: skip
+                    )
+        out["by_config"][key(cfg)] = {
+            ph: {"geomean": geomean_speedup(v), "max": max(v)} for ph, v in agg.items()
+        }
+    primary = out["by_config"].get("t3_mca", {})
+    for ph in endtoend.PHASE_SUBLAYERS:
+        out[ph] = primary.get(ph, {"geomean": None, "max": None})
+    comm = [p["comm_share"] for p in out["per_model"] if p["config"] == "ideal-gemm-rs-overlap"]
+    out["comm_share_max"] = {
+        ph: max((p["comm_share"] for p in out["per_model"]
+                 if p["phase"] == ph and p["config"] == "ideal-gemm-rs-overlap"), default=None)
+        for ph in endtoend.PHASE_SUBLAYERS
+    } if comm else {}  # fmt: skip
+    return out
+
+
+def sensitivity(plan: Plan, studies, results, have: list[str]) -> list[dict]:
+    out = []
+    for sw in plan.sweeps:
+        tasks = studies[f"sweep:{sw.name}"]
+        rows = []
+        for v in sw.values:
+            ov, tok = sweep_overrides(plan, sw, v)
+            base_ov, base_tok = (ov, tok) if sw.affects_baselines else ({}, None)
+            row: dict[str, Any] = {"value": v, "overrides": ov or ({"tokens": tok} if tok else {})}
+            for c in [c for c in sw.configs if c in have]:
+                sp: list[float] = []
+                errs: list[str] = []
+                for m in plan.models:
+                    for tp in plan.tps:
+                        for s in plan.sublayers:
+                            t_seq = results[
+                                task_id(_run_task(m, tp, s, "sequential", plan, base_tok, base_ov))
+                            ]
+                            t_c = results[task_id(_run_task(m, tp, s, c, plan, tok, ov))]
+                            err = t_c.get("error") or t_seq.get("error")
+                            if err:
+                                errs.append(err)
+                                continue
+                            sp.append(t_seq["time_s"] / t_c["time_s"] - 1.0)
+                row[key(c)] = _stats([] if errs else sp)
+                if errs:
+                    row[key(c)]["error"] = errs[0]
+            rows.append(row)
+        out.append({"name": sw.name, "label": sw.label, "field": sw.field, "relative": sw.relative,
+                    "configs": [key(c) for c in sw.configs], "missing": [c for c in sw.configs if c not in have],
+                    "rows": rows, "tasks": len(tasks)})  # fmt: skip
+    return out
+
+
+def observations(points: list[dict]) -> dict[str, Any]:
+    """Facts the paper states qualitatively, checked point by point (main + large sets)."""
+
+    def name(k: tuple) -> str:
+        return f"{k[0]} TP {k[1]} {k[2]}"
+
+    t3, mca = _by(points, "t3"), _by(points, "t3-mca")
+    ideal, nmc = _by(points, "ideal-gemm-rs-overlap"), _by(points, "ideal-rs-nmc")
+    out: dict[str, Any] = {}
+    if t3 and mca:
+        out["t3_mca_slower_than_t3"] = [name(k) for k in mca if mca[k]["time_s"] > t3[k]["time_s"] * 1.001]
+        out["t3_mca_faster_than_t3"] = [name(k) for k in mca if mca[k]["time_s"] < t3[k]["time_s"] / 1.001]
+    if mca and ideal:
+        out["t3_mca_at_or_above_ideal"] = [
+            name(k) for k in mca if mca[k]["speedup"] >= ideal[k]["speedup"] - 1e-3
+        ]
+        out["t3_mca_gap_to_ideal_pp"] = {
+            name(k): 100 * (ideal[k]["speedup"] - mca[k]["speedup"]) for k in mca
+        }
+    if nmc and ideal:
+        out["ideal_rs_nmc_equals_ideal"] = [
+            name(k) for k in nmc if abs(nmc[k]["time_s"] - ideal[k]["time_s"]) <= 1e-9 * ideal[k]["time_s"]
+        ]
+    out["points"] = len(_by(points, "sequential"))
+    return out
+
+
+def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dict]) -> dict[str, Any]:
+    from t3.experiments import calibration
+
+    have, missing = available(plan.configs)
+    points = _point_records(plan, studies["main"], results)
+    large = _point_records(plan, studies["large"], results) if studies["large"] else []
+    errors = _errors(studies["main"] + studies["large"] + studies["timeline"], results)
+    summary: dict[str, Any] = {}
+    for c in COMPARED:
+        summary[key(c)] = _stats([p["speedup"] for p in points if p["config"] == c])
+    summary["large_models_t3_mca"] = _stats([p["speedup"] for p in large if p["config"] == "t3-mca"])
+    summary["large_models"] = {
+        key(c): _stats([p["speedup"] for p in large if p["config"] == c]) for c in COMPARED
+    }
+    dm = data_movement(points)
+    summary["data_movement_reduction"] = {"geomean": dm["geomean"], "max": dm["max"]}
+    ran = [c for c in have if any(p["config"] == c for p in points)]
+    e2e = end_to_end(plan, studies, results, points, ran)
+    summary["end_to_end"] = {ph: e2e[ph] for ph in endtoend.PHASE_SUBLAYERS}
+    summary["concurrent"] = concurrent_summary(plan, studies, results, points)
+    hw = load_hardware(plan.hardware, plan.hw_overrides or None)
+    return {
+        "hardware": plan.hardware,
+        "hw_overrides": dict(plan.hw_overrides),
+        "configs": {"registered": have, "missing": missing},
+        "errors": errors,
+        "definitions": {
+            "speedup": "T_sequential / T_config - 1 (fraction; 0.30 = 30%)",
+            "geomean_speedup": "geomean(1 + speedup) - 1 over the set",
+            "data_movement_reduction": "1 - DRAM bytes(T3-MCA) / DRAM bytes(Sequential), per GPU; "
+            "geomean = 1 - geomean of the byte ratios",
+            "concurrent": "T_sequential / T (ratio); ideal = T_sequential / max(T_gemm, T_rs + T_ag)",
+            "main_set": f"{list(plan.models)} x TP {list(plan.tps)} x {list(plan.sublayers)}",
+            "large_set": f"{list(plan.large_models)} x TP {list(plan.large_tps)} x {list(plan.sublayers)}",
+        },
+        "summary": summary,
+        "points": points,
+        "large_points": large,
+        "data_movement": dm["per_point"],
+        "observations": observations(points + large),
+        "end_to_end": e2e,
+        "sensitivity": sensitivity(plan, studies, results, have),
+        "timeline": [results[task_id(t)] for t in studies["timeline"] if "error" not in results[task_id(t)]],
+        "timeline_label": "{0} {2} TP {1}".format(*plan.timeline) if plan.timeline else "",
+        "calibration": calibration.calibrated_parameters(hw, plan.models + plan.large_models),
+    }
+
+
+def reproduce(
+    plan: Plan | None = None, *, workers: int | None = None, progress: bool = True,
+    runner: Callable[..., list] | None = None, **sweep_kw: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """Validate, build every task, run them with one call, summarise. Returns the JSON document.
+    ``sweep_kw`` (``executor``, ``scheduler``, ``store``) go to :func:`execute_all`."""
+    plan = plan or Plan()
+    plan.validate()
+    studies = build_tasks(plan)
+    results = execute_all(
+        unique_tasks(studies), workers=workers, progress=progress, runner=runner, **sweep_kw
+    )
+    return summarize(plan, studies, results)

@@ -1,0 +1,77 @@
+"""Argument checks. Everything here runs before any communication and raises ``ValueError``
+naming the argument; only local facts are checked (a shape that differs between ranks cannot be
+seen without communicating and surfaces as a :class:`PeerError`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from t3.runtime.plan import Plan
+
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+ALGOS = ("ring", "direct")
+PATHS = ("auto", "tiled", "reference")
+
+
+def group_size(group: Any) -> tuple[int, int]:
+    if not dist.is_available() or not dist.is_initialized():
+        raise ValueError(
+            "group: torch.distributed is not initialized (call torch.distributed.init_process_group)"
+        )
+    if group is not None and not isinstance(group, dist.ProcessGroup):
+        raise ValueError(
+            f"group: expected a torch.distributed.ProcessGroup or None, got {type(group).__name__}"
+        )
+    rank = dist.get_rank(group)
+    if rank < 0:
+        raise ValueError("group: this process is not a member of the group")
+    return rank, dist.get_world_size(group)
+
+
+def operands(A: Any, B: Any) -> None:
+    for name, t in (("A", A), ("B", B)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"{name}: expected a 2-D matrix, got shape {tuple(t.shape)}")
+        if t.dtype not in FLOAT_DTYPES:
+            raise ValueError(
+                f"{name}.dtype: expected a floating dtype {[str(d) for d in FLOAT_DTYPES]}, got {t.dtype}"
+            )
+        if t.is_sparse or t.layout != torch.strided:
+            raise ValueError(f"{name}: expected a dense strided tensor")
+        if t.device.type not in ("cpu", "cuda"):
+            raise ValueError(f"{name}.device: expected a cpu or cuda tensor, got {t.device}")
+    if A.dtype != B.dtype:
+        raise ValueError(f"B.dtype: must equal A.dtype ({A.dtype}), got {B.dtype}")
+    if A.device != B.device:
+        raise ValueError(f"B.device: must equal A.device ({A.device}), got {B.device}")
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"B: inner dimensions differ: A is {tuple(A.shape)}, B is {tuple(B.shape)}")
+
+
+def options(algo: Any, tile: Any, plan: Any, path: Any, timeout: Any) -> tuple[tuple[int, int], Plan]:
+    if algo not in ALGOS:
+        raise ValueError(f"algo: expected one of {ALGOS}, got {algo!r}")
+    if (
+        not isinstance(tile, tuple | list)
+        or len(tile) != 2
+        or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in tile)
+    ):
+        raise ValueError(f"tile: expected two positive integers (bm, bn), got {tile!r}")
+    if plan is None:
+        plan = Plan()
+    if not isinstance(plan, Plan):
+        raise ValueError(f"plan: expected a t3.runtime.Plan, got {type(plan).__name__}")
+    if path not in PATHS:
+        raise ValueError(f"path: expected one of {PATHS}, got {path!r}")
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise ValueError(f"timeout: expected a number of seconds > 0, got {timeout!r}")
+    return (int(tile[0]), int(tile[1])), plan
+
+
+def divisible(what: str, size: int, by: int, why: str) -> str | None:
+    return None if size % by == 0 else f"{what}: {size} is not divisible by {why} ({by})"

@@ -1,0 +1,132 @@
+"""Tile-triggered ops against torch.distributed's own collectives, world sizes 2, 3, 4 (gloo).
+
+Every runtime buffer starts as NaN (T3_RUNTIME_POISON), so an output element the runtime never
+writes fails the comparison. Integer-valued inputs must match bit for bit; float inputs within a
+tolerance (the GEMM is tiled and the reduction order differs from gloo's).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from dist_harness import run_group, values  # noqa: E402
+from workers import CASES, correctness, fallbacks, invalid_arguments  # noqa: E402
+
+WORLDS = (2, 3, 4)
+
+
+@functools.cache
+def _correctness(world: int) -> list[dict]:
+    return values(run_group(correctness, world, deadline_s=150.0))
+
+
+def _check(entry: dict, exact: bool, what: str) -> None:
+    out, ref = entry["out"], entry["ref"]
+    assert out["shape"] == ref["shape"], what
+    assert out["dtype"] == ref["dtype"], what
+    assert out["stride"] == ref["stride"], what
+    assert not np.isnan(out["value"]).any(), f"{what}: unwritten (NaN) output elements"
+    if exact:
+        np.testing.assert_array_equal(out["value"], ref["value"], err_msg=what)
+    else:
+        np.testing.assert_allclose(out["value"], ref["value"], rtol=1e-5, atol=1e-5, err_msg=what)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+@pytest.mark.parametrize("world", WORLDS)
+def test_tile_triggered_matches_reference(world: int, case) -> None:
+    for rank, res in enumerate(_correctness(world)):
+        entry = res[case.id]
+        assert entry["stats"]["path"] == "tile-triggered", entry["stats"]
+        exact = case.data in ("int", "bf16", "f16")
+        _check(entry, exact=exact, what=f"world {world} rank {rank} {case.id}")
+
+
+@pytest.mark.parametrize("op", ["rs", "ar", "ag"])
+@pytest.mark.parametrize("world", WORLDS)
+def test_reference_path_matches(world: int, op: str) -> None:
+    for rank, res in enumerate(_correctness(world)):
+        entry = res[f"reference-{op}"]
+        assert entry["stats"]["path"] == "reference"
+        _check(entry, exact=True, what=f"world {world} rank {rank} reference {op}")
+
+
+@pytest.mark.parametrize("world", WORLDS)
+def test_stats_report_work_and_bytes(world: int) -> None:
+    res = _correctness(world)[0]
+    rs = res["rs-sd0-ring-shard-int-t5x7"]["stats"]
+    # ring RS: W-1 chunks of (M/W x N) float32 leave every rank
+    assert rs["bytes_sent"] == (world - 1) * (24 // world) * 24 * 4
+    assert rs["regions"] == world
+    assert rs["tiles"] > 0 and rs["produce_s"] > 0 and rs["total_s"] >= rs["produce_s"]
+    ar = res["ar-direct-ficco-m-int-t5x7"]["stats"]
+    assert ar["bytes_sent"] == 2 * (world - 1) * (24 // world) * 24 * 4  # RS + AG, direct
+    assert ar["regions"] == 2 * world
+    assert "ficco" in ar["plan"]
+
+
+def test_fallback_says_why() -> None:
+    res = values(run_group(fallbacks, 3))
+    for r in res:
+        assert r["small"][0] and r["small"][1] == "reference" and "small problem" in r["small"][2]
+        assert r["big-enough"][0] and r["big-enough"][1] == "tile-triggered"
+        assert r["non-contiguous"][0] and r["non-contiguous"][1] == "tile-triggered"
+        assert r["ar-uneven"][0] and r["ar-uneven"][1] == "reference" and "not divisible" in r["ar-uneven"][2]
+
+
+EXPECTED_NAME = {
+    "A": "A:",
+    "A-3d": "A:",
+    "B.dtype": "B.dtype",
+    "A.dtype-int": "A.dtype",
+    "B.device": "B.device",
+    "B-inner": "B:",
+    "scatter_dim": "scatter_dim",
+    "scatter_dim-uneven": "scatter_dim",
+    "scatter_dim-uneven-reference": "scatter_dim",
+    "algo": "algo",
+    "tile": "tile",
+    "tile-type": "tile",
+    "plan": "plan",
+    "plan.split_dim": "plan.split_dim",
+    "plan.pieces": "plan.pieces",
+    "plan.split_dim-ag": "plan.split_dim",
+    "A rows (M)": "A rows (M)",
+    "path": "path",
+    "timeout": "timeout",
+    "group": "group",
+}
+
+
+@functools.cache
+def _invalid() -> list[dict]:
+    return values(run_group(invalid_arguments, 3))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_NAME))
+def test_bad_arguments_raise_value_error_naming_them(name: str) -> None:
+    for res in _invalid():
+        kind, msg = res[name]
+        assert kind == "ValueError", (name, kind, msg)
+        assert msg.startswith(EXPECTED_NAME[name]) or EXPECTED_NAME[name] in msg, (name, msg)
+
+
+def test_bad_arguments_do_not_communicate() -> None:
+    # had any rejected call sent or received, the ranks would be out of step here
+    assert all(res["after"] for res in _invalid())
+
+
+def test_uninitialized_group_is_a_value_error() -> None:
+    import torch
+    import torch.distributed as dist
+
+    from t3.runtime import matmul_reduce_scatter
+
+    assert not dist.is_initialized()
+    with pytest.raises(ValueError, match="group: torch.distributed is not initialized"):
+        matmul_reduce_scatter(torch.ones(4, 4), torch.ones(4, 4))

@@ -1,0 +1,234 @@
+"""Functions that run on every rank (see dist_harness.run_group) and the case matrix.
+
+The oracle here is written independently of t3.runtime: plain ``A @ B`` and torch.distributed's
+own collectives, exactly as a user would write the unfused code.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+RS_SHAPE = (24, 10, 24)  # M, K, N: divisible by world sizes 2, 3, 4 and by 2 pieces of a chunk
+AG_SHAPE = (6, 10, 14)  # per-rank shard rows m, K, N
+ODD_TILE = (5, 7)  # does not divide anything: edge tiles are clipped
+
+
+@dataclass(frozen=True)
+class Case:
+    op: str  # "rs", "ar", "ag"
+    algo: str
+    granularity: str
+    split: str
+    data: str  # "int" (bit-exact) or "float" (tolerance) or "f64"
+    scatter_dim: int = 0
+    tile: tuple[int, int] = ODD_TILE
+
+    @property
+    def id(self) -> str:
+        sd = f"-sd{self.scatter_dim}" if self.op == "rs" else ""
+        g = "shard" if self.granularity == "shard" else f"ficco-{self.split}"
+        return f"{self.op}{sd}-{self.algo}-{g}-{self.data}-t{self.tile[0]}x{self.tile[1]}"
+
+
+def _cases() -> list[Case]:
+    out: list[Case] = []
+    for algo in ("ring", "direct"):
+        for data in ("int", "float"):
+            for g, split in (("shard", "m"), ("ficco", "m"), ("ficco", "n")):
+                for sd in (0, 1):
+                    out.append(Case("rs", algo, g, split, data, sd))
+                out.append(Case("ar", algo, g, split, data))
+            for g, split in (("shard", "m"), ("ficco", "m"), ("ficco", "k")):
+                out.append(Case("ag", algo, g, split, data))
+    # default tile (bigger than every region), float64
+    out += [
+        Case("rs", "ring", "shard", "m", "f64", 1, (256, 256)),
+        Case("ar", "direct", "shard", "m", "f64", 0, (256, 256)),
+    ]
+    out += [Case("ag", "ring", "shard", "m", "f64", 0, (256, 256))]
+    # half precisions: small integers stay exact (|sums| <= 160 < 2**8)
+    for op in ("rs", "ar", "ag"):
+        out += [Case(op, "ring", "ficco", "m", "bf16"), Case(op, "direct", "shard", "m", "f16")]
+    return out
+
+
+CASES = _cases()
+
+
+def make_inputs(op: str, data: str, rank: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1000 * seed + rank)
+    m, k, n = AG_SHAPE if op == "ag" else RS_SHAPE
+    dtype = {"f64": torch.float64, "bf16": torch.bfloat16, "f16": torch.float16}.get(data, torch.float32)
+    if data in ("bf16", "f16"):  # |values| <= 2: every sum of K=10 products is exact in 8-bit mantissas
+        return (
+            torch.randint(-2, 3, (m, k), generator=g).to(dtype),
+            torch.randint(-2, 3, (k, n), generator=g).to(dtype),
+        )
+    if data == "int":  # small integers: every product and sum is exact in float32
+        return (
+            torch.randint(-4, 5, (m, k), generator=g).to(dtype),
+            torch.randint(-4, 5, (k, n), generator=g).to(dtype),
+        )
+    return torch.randn(m, k, generator=g, dtype=dtype), torch.randn(k, n, generator=g, dtype=dtype)
+
+
+def oracle(op: str, A: torch.Tensor, B: torch.Tensor, world: int, scatter_dim: int = 0) -> torch.Tensor:
+    if op == "ag":
+        parts = [torch.empty_like(A) for _ in range(world)]
+        dist.all_gather(parts, A.contiguous())
+        return torch.cat(parts) @ B
+    C = A @ B
+    if op == "ar":
+        dist.all_reduce(C)
+        return C
+    chunks = [c.contiguous() for c in C.chunk(world, dim=scatter_dim)]
+    out = torch.empty_like(chunks[0])
+    dist.reduce_scatter(out, chunks)
+    return out
+
+
+def call(case: Case, A: torch.Tensor, B: torch.Tensor, **kw: Any) -> Any:
+    from t3.runtime import Plan, all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter
+
+    plan = Plan() if case.granularity == "shard" else Plan("ficco", case.split, 2)  # type: ignore[arg-type]
+    kw = {"algo": case.algo, "tile": case.tile, "plan": plan, "timeout": 20.0, **kw}
+    if case.op == "rs":
+        return matmul_reduce_scatter(A, B, scatter_dim=case.scatter_dim, **kw)
+    if case.op == "ar":
+        return matmul_all_reduce(A, B, **kw)
+    return all_gather_matmul(A, B, **kw)
+
+
+def _pack(t: torch.Tensor) -> dict[str, Any]:
+    # float64 holds every value of the dtypes under test exactly (numpy has no bfloat16)
+    return {
+        "value": t.to(torch.float64).numpy().copy(),
+        "shape": tuple(t.shape),
+        "stride": t.stride(),
+        "dtype": str(t.dtype),
+    }
+
+
+def correctness(rank: int, world: int) -> dict[str, Any]:
+    """Every case, tile-triggered, against the oracle; plus the reference path of each op."""
+    res: dict[str, Any] = {}
+    for case in CASES:
+        A, B = make_inputs(case.op, case.data, rank)
+        out, stats = call(case, A, B, path="tiled", return_stats=True)
+        ref = oracle(case.op, A, B, world, case.scatter_dim)
+        res[case.id] = {"out": _pack(out), "ref": _pack(ref), "stats": stats.as_dict()}
+    for op in ("rs", "ar", "ag"):
+        case = Case(op, "ring", "shard", "m", "int")
+        A, B = make_inputs(op, "int", rank, seed=1)
+        out, stats = call(case, A, B, path="reference", return_stats=True)
+        res[f"reference-{op}"] = {
+            "out": _pack(out),
+            "ref": _pack(oracle(op, A, B, world)),
+            "stats": stats.as_dict(),
+        }
+    return res
+
+
+def fallbacks(rank: int, world: int) -> dict[str, Any]:
+    """path='auto': small problems and a non-divisible all-reduce run the reference and say why."""
+    res: dict[str, Any] = {}
+    case = Case("rs", "ring", "shard", "m", "int")
+    A, B = make_inputs("rs", "int", rank)
+    out, st = call(case, A, B, path="auto", return_stats=True)
+    res["small"] = (torch.equal(out, oracle("rs", A, B, world)), st.path, st.reason)
+    out, st = call(case, A, B, path="auto", min_flops=0, return_stats=True)
+    res["big-enough"] = (torch.equal(out, oracle("rs", A, B, world)), st.path, st.reason)
+    # non-contiguous operands (transposed views) give the same values
+    At, Bt = A.t().contiguous().t(), B.t().contiguous().t()
+    assert not At.is_contiguous() and not Bt.is_contiguous()
+    out, st = call(case, At, Bt, path="tiled", return_stats=True)
+    res["non-contiguous"] = (torch.equal(out, oracle("rs", A, B, world)), st.path, st.reason)
+    A = A[: world * 5 + 1]  # rows not divisible by the world size
+    out, st = call(Case("ar", "ring", "shard", "m", "int"), A, B, path="auto", min_flops=0, return_stats=True)
+    res["ar-uneven"] = (torch.equal(out, oracle("ar", A, B, world)), st.path, st.reason)
+    return res
+
+
+def invalid_arguments(rank: int, world: int) -> dict[str, Any]:
+    """Each bad call must raise ValueError before communicating; afterwards the group still works."""
+    from t3.runtime import Plan, all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter
+
+    A, B = make_inputs("rs", "int", rank)
+    bad: dict[str, Any] = {
+        "A": lambda: matmul_reduce_scatter(A.numpy(), B),
+        "A-3d": lambda: matmul_reduce_scatter(A[None], B),
+        "B.dtype": lambda: matmul_reduce_scatter(A, B.double()),
+        "A.dtype-int": lambda: matmul_all_reduce(A.long(), B.long()),
+        "B.device": lambda: matmul_reduce_scatter(A, B.to("meta")),
+        "B-inner": lambda: all_gather_matmul(A, B[:-1]),
+        "scatter_dim": lambda: matmul_reduce_scatter(A, B, scatter_dim=2),
+        "scatter_dim-uneven": lambda: matmul_reduce_scatter(A[: world * 4 + 1], B, path="tiled"),
+        "scatter_dim-uneven-reference": lambda: matmul_reduce_scatter(
+            A, B[:, : world * 3 + 1], scatter_dim=1
+        ),
+        "algo": lambda: matmul_reduce_scatter(A, B, algo="tree"),
+        "tile": lambda: matmul_reduce_scatter(A, B, tile=(0, 4)),
+        "tile-type": lambda: matmul_all_reduce(A, B, tile=8),
+        "plan": lambda: matmul_reduce_scatter(A, B, plan="ficco"),
+        "plan.split_dim": lambda: matmul_reduce_scatter(A, B, plan=Plan("ficco", "k", 2)),
+        "plan.pieces": lambda: matmul_reduce_scatter(A, B, plan=Plan("ficco", "m", 5), path="tiled"),
+        "plan.split_dim-ag": lambda: all_gather_matmul(A, B, plan=Plan("ficco", "n", 2)),
+        "A rows (M)": lambda: matmul_all_reduce(A[: world * 4 + 1], B, path="tiled"),
+        "path": lambda: matmul_all_reduce(A, B, path="fast"),
+        "timeout": lambda: matmul_reduce_scatter(A, B, timeout=0),
+        "group": lambda: matmul_reduce_scatter(A, B, group="world"),
+    }
+    res: dict[str, Any] = {}
+    for name, fn in bad.items():
+        try:
+            fn()
+            res[name] = ("no error", "")
+        except ValueError as err:
+            res[name] = ("ValueError", str(err))
+        except Exception as err:  # noqa: BLE001
+            res[name] = (type(err).__name__, str(err))
+    # the group is still in step: a tile-triggered op and a collective give the right answer
+    case = Case("rs", "ring", "shard", "m", "int")
+    out = call(case, A, B, path="tiled")
+    res["after"] = bool(torch.equal(out, oracle("rs", A, B, world)))
+    return res
+
+
+def peer_failure(
+    rank: int, world: int, case: Case, victim: int, mode: str, timeout: float, path: str = "tiled"
+) -> dict[str, Any]:
+    """``victim`` dies between its first and second transfer (mode 'exit') or never calls the op
+    (mode 'hang'); the other ranks must raise PeerError within the timeout. (Dying later, e.g. in
+    the GEMM after all its transfers, may legitimately let the others finish.)"""
+    from t3.runtime import PeerError
+    from t3.runtime.comm import Peers
+
+    A, B = make_inputs(case.op, "int", rank)
+    if rank == victim:
+        if mode == "hang":
+            time.sleep(timeout + 5.0)
+            return {"victim": True}
+        calls = {"n": 0}
+        orig_isend = Peers.isend
+
+        def isend_then_die(self: Any, *a: Any, **k: Any) -> Any:
+            calls["n"] += 1
+            if calls["n"] == 2:
+                os._exit(3)  # dead in the middle of the operation: one transfer out, the next never
+            return orig_isend(self, *a, **k)
+
+        Peers.isend = isend_then_die  # type: ignore[method-assign]
+    t0 = time.monotonic()
+    try:
+        call(case, A, B, path=path, timeout=timeout)
+        return {"error": None, "elapsed": time.monotonic() - t0}
+    except PeerError as err:
+        return {"error": "PeerError", "message": str(err), "elapsed": time.monotonic() - t0, "peer": err.peer}
+    except Exception as err:  # noqa: BLE001
+        return {"error": type(err).__name__, "message": str(err), "elapsed": time.monotonic() - t0}

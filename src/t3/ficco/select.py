@@ -69,11 +69,12 @@ def gemm_estimate(shape: GemmShape, hw: Hardware, cus: int, streams_of: int = 0)
     """GEMM time on ``cus`` CUs from its static plan (the library tile choice of
     :func:`t3.schedules.ficco.gemm_plan`: waves x tile time; no simulation), plus one launch.
     ``streams_of = p``: ``p`` such GEMMs on two streams, whose partial waves fill each other:
-    ``(p x tiles / cus + 1)`` tile times plus ``p`` launches."""
+    ``(p x tiles / cus + 1)`` tile times plus one launch (a piece launches while the other stream
+    computes)."""
     plan = gemm_plan(shape, hw, cus=cus)
     if not streams_of:
         return plan.compute_s + hw.compute.kernel_launch_s
-    return (streams_of * plan.tiles / cus + 1.0) * plan.t_tile + hw.compute.kernel_launch_s * streams_of
+    return (streams_of * plan.tiles / cus + 1.0) * plan.t_tile + hw.compute.kernel_launch_s
 
 
 def _gemms(fop: FiccoOperator, rows: int, split: str, parts: int) -> list[GemmShape]:
@@ -104,25 +105,52 @@ def features(fop: FiccoOperator, hw: Hardware) -> dict:
     link, eng = hw.link.bandwidth_Bps, hw.dma.bandwidth_Bps
     one_cmd = link / min(eng, link)
     many_cmd = link / min(hw.dma.engines * eng, link) if topo != "mesh" else one_cmd
-    red = 3.0 * fop.comm_bytes() / hw.hbm.effective_Bps if fop.op == "gemm-rs" else 0.0
+    hbm = hw.hbm.effective_Bps
+    rs = fop.op == "gemm-rs"
+    # reduce-scatter: bytes of the output block a GPU owns; its reduction reads N partials, writes 1
+    owner = fop.m * fop.n * fop.eb / n if rs else 0.0
+    red_all = (n + 1) * owner / hbm
     whole = sum(gemm_estimate(s, hw, c.cus) for s in _gemms(fop, rows, "M", 1))
-    est = {"bulk": whole + t_comm + red / 3.0}
+    est = {"bulk": whole + t_comm + red_all}
     splits = {"ag-gemm": ("M", "K"), "gemm-rs": ("N",), "moe": ("M",)}[fop.op]
     comms = ("ficco",) if topo in ("mesh", "ring") else ("ficco", "shard")
-    for comm, ex, split in itertools.product(comms, ("cu", "dma"), splits):
+    reduces = ("inc", "rb") if rs and topo != "ring" else ("inc",)
+    for comm, ex, split, red in itertools.product(comms, ("cu", "dma"), splits, reduces):
         cus = c.cus - k if ex == "cu" else c.cus
-        if split == "M":  # two streams: a piece's partial wave is filled by the next piece's tiles
-            comp = sum(gemm_estimate(s, hw, cus, streams_of=n) for s in _gemms(fop, rows, split, n))
-        else:
-            comp = n * sum(gemm_estimate(s, hw, cus) for s in _gemms(fop, rows, split, n))
-        if split == "K":  # every K block after the first reads the output back
-            comp += (n - 1) * rows * fop.n * fop.eb / hw.hbm.effective_Bps
+        shapes = _gemms(fop, rows, split, n)
         slow = 1.0 if ex == "cu" else (many_cmd if comm == "ficco" else one_cmd)
-        # reduce-scatter: the owner reduces each arrival on the communication kernel's CUs
-        red_pieces = max(red, 3.0 * fop.comm_bytes() / (k * c.cu_copy_Bps)) if fop.op == "gemm-rs" else 0.0
-        tc = t_comm * slow + red_pieces
-        ovh = n * hw.dma.command_overhead_s if ex == "dma" else n * c.kernel_launch_s  # per transfer step
-        est[f"{comm}-{ex}-{split}"] = max(comp, tc) + tc / n + ovh
+        tc = t_comm * slow
+        extra = tail = 0.0
+        if split == "K":  # every K block after the first reads the output back
+            extra += (n - 1) * rows * fop.n * fop.eb / hbm
+        if rs and red == "inc":
+            # the owner adds each arrival to its accumulator (3 bytes of HBM traffic per byte) on
+            # the communication kernel's CUs
+            tc += max(3.0 * fop.comm_bytes() / hbm, 3.0 * fop.comm_bytes() / (k * c.cu_copy_Bps))
+        elif rs:
+            # batched: step j's reduction (all CUs, HBM bound) runs beside the GEMM; the last is exposed
+            blocks = n if comm == "ficco" else 1
+            extra += red_all * (blocks - 1) / blocks
+            tail = red_all / blocks + c.kernel_launch_s
+        # per transfer step, on the transfers' critical path
+        tc += n * hw.dma.command_overhead_s if ex == "dma" else n * c.kernel_launch_s
+        key = f"{comm}-{ex}-{split}" + ("-rb" if red == "rb" else "")
+        comp = n * sum(gemm_estimate(s, hw, cus) for s in shapes) + extra
+        comp2 = sum(gemm_estimate(s, hw, cus, streams_of=n) for s in shapes) + extra
+        if not rs:
+            # the transfers feed the GEMM and the local piece runs first, under the first transfer:
+            # compute-bound runs end with the last piece, transfer-bound ones with the last transfer
+            # plus its piece. M pieces run on two streams (a piece's partial wave is filled by the
+            # next piece's tiles); K pieces on one (they accumulate into the same output).
+            c_ = comp2 if split == "M" else comp
+            est[key + ("-s2" if split == "M" else "")] = max(c_, tc) + tc / n
+            continue
+        # GEMM -> reduce-scatter: the first transfer waits for the first piece. A two-stage pipeline
+        # is bound by all compute plus the last transfer, or the first piece plus all transfers. Two
+        # streams fill wave-quantization tails, but the first piece shares the CUs with the second
+        # and finishes one piece time later.
+        est[key] = max(comp + tc / n, tc + comp / n) + tail
+        est[key + "-s2"] = max(comp2 + tc / n, tc + 2 * comp2 / n) + tail
     return {
         "op": fop.op,
         "topology": topo,
@@ -144,7 +172,7 @@ def rule_pick(f: dict, r: Rules) -> Axes:
     for key, t in est.items():
         if key == "bulk":
             continue
-        comm, ex, split = key.split("-")
+        comm, ex, split = key.split("-")[:3]
         t *= (1.0 + r.dma_bias) if ex == "dma" else 1.0
         t *= (1.0 + r.shard_bias) if comm == "shard" else 1.0
         t *= (1.0 + r.k_bias) if split == "K" else (1.0 + r.m_bias) if split == "M" else 1.0
@@ -153,13 +181,15 @@ def rule_pick(f: dict, r: Rules) -> Axes:
     margin = r.rs_margin if f["op"] == "gemm-rs" else r.margin
     if best is None or not best_t < est["bulk"] * (1.0 - margin):
         return Axes("bulk", 1, "M", "cu")
-    comm, ex, split = best.split("-")
+    comm, ex, split = best.split("-")[:3]
+    red = "batched" if "-rb" in best else "inc"
     g = 2 * n if f["waves"] >= r.big_waves else n
-    return Axes(comm, g, split, ex, 0, 2 if split == "M" else 1, True)
+    return Axes(comm, g, split, ex, 0, 2 if "-s2" in best else 1, True, red)
 
 
 def _fallbacks(ax: Axes) -> list[Axes]:
-    return [ax, Axes(ax.comm, ax.g, ax.split, ax.executor), Axes(ax.comm, ax.g // 2 or 1, ax.split, ax.executor),
+    return [ax, Axes(ax.comm, ax.g, ax.split, ax.executor, reduce=ax.reduce),
+            Axes(ax.comm, ax.g // 2 or 1, ax.split, ax.executor, reduce=ax.reduce),
             Axes("bulk", 1, "M", "cu")]  # fmt: skip
 
 

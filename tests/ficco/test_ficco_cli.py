@@ -63,8 +63,12 @@ def test_scenario_set_is_large_realistic_and_split():
     assert {c.subset for c in cs} == {"design", "unseen"}
     ops = {f.op for f in OPERATORS}
     assert ops == {"ag-gemm", "gemm-rs", "moe"} and any(f.skew for f in OPERATORS)
+    from t3.ficco.scenarios import DESIGN_OPERATORS, UNSEEN_OPERATORS
+
+    assert sum(c.subset == "unseen" for c in cs) == 2 * len(UNSEEN_OPERATORS) >= 40
     for c in cs:  # same operator -> same subset on both presets
-        assert c.subset == ("design" if c.index % 2 == 0 else "unseen")
+        assert c.subset == ("design" if c.fop in DESIGN_OPERATORS else "unseen")
+    assert not set(DESIGN_OPERATORS) & set(UNSEEN_OPERATORS)
 
 
 def test_selector_always_returns_a_legal_schedule():
@@ -92,7 +96,7 @@ def test_fit_recovers_a_planted_margin():
     rows = []
     for x in (0.5, 0.8, 0.85, 0.95, 1.2):
         f = {"op": "ag-gemm", "topology": "mesh", "gpus": 8, "waves": 1.0,
-             "estimates_s": {"bulk": 1.0, "ficco-dma-M": x}}  # fmt: skip
+             "estimates_s": {"bulk": 1.0, "ficco-dma-M-s2": x}}  # fmt: skip
         rows.append(
             {"features": f, "times": {"bulk-g1-M-cu": 1.0, "ficco-g8-M-dma-s2": x if x < 0.9 else 1.5}}
         )
@@ -105,6 +109,21 @@ def test_fit_recovers_a_planted_margin():
     bad = Rules(margin=0.0, m_bias=0.0, shard_bias=0.0)
     assert not all(within(row["times"], rule_pick(row["features"], bad).name) for row in rows)
     assert 0.05 in GRID["margin"]
+
+
+def test_cross_validation_holds_out_whole_operators():
+    from t3.ficco.select import cross_validate
+
+    rows = []
+    for i, x in enumerate((0.5, 0.8, 0.85, 0.95, 1.2, 0.6, 1.1, 0.7)):
+        f = {"op": "ag-gemm", "topology": "mesh", "gpus": 8, "waves": 1.0,
+             "estimates_s": {"bulk": 1.0, "ficco-dma-M-s2": x}}  # fmt: skip
+        t = {"bulk-g1-M-cu": 1.0, "ficco-g8-M-dma-s2": x if x < 0.9 else 1.5}
+        rows += [{"index": i, "features": f, "times": t}, {"index": i, "features": f, "times": t}]
+    cv = cross_validate(rows, folds=4)
+    assert cv["cases"] == len(rows) and len(cv["folds"]) == 4
+    assert all(p["cases"] == 4 for p in cv["folds"])  # 2 operators x 2 presets per fold
+    assert 0 <= cv["right"] <= len(rows)
 
 
 def test_explore_is_deterministic():

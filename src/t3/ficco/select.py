@@ -4,25 +4,29 @@ No simulation: every feature is a closed form of the operator and the hardware p
 
 Static estimates (seconds):
 - ``gemm(shape, C)``: the GEMM on C CUs from its static plan (the library tile choice of
-  :func:`t3.schedules.ficco.gemm_plan`): ``waves x tile time`` plus one kernel launch;
+  :func:`t3.schedules.ficco.gemm_plan`): ``waves x tile time`` plus one kernel launch; ``p`` pieces
+  on two streams: ``(p x tiles / C + 1)`` tile times plus one launch;
 - ``t_comm``: bytes a GPU sends / its egress bandwidth (mesh: N-1 links; switch, ring: one port);
-- ``slow(comm, exec)``: how much slower a pattern moves the bytes than ``t_comm`` — shard on a mesh
-  uses one of N-1 links (N-1); a DMA command runs on one engine (link / min(engine, link)); N-1
-  concurrent DMA commands through a switch port are bounded by all engines;
-- bulk: ``gemm(whole, all CUs) + t_comm`` (+ the reduction's HBM traffic for reduce-scatter);
-- overlapped candidate (comm, exec, split), N pieces: ``max(compute, t_comm x slow) +
-  t_comm x slow / N`` (the first or last transfer is exposed) ``+ N x DMA command overhead`` (DMA),
-  where compute = ``N x gemm(piece, C_exec)`` (K split: plus reading the output back N-1 times; M split
-  with two streams: ``N/2 x gemm(two pieces, C_exec)``) and ``C_exec`` = all CUs for DMA, all minus the
-  communication kernel's CUs for ``cu``; for reduce-scatter the transfers also carry the owner's
-  reductions (3 bytes of HBM traffic per byte received, through the communication kernel's CUs).
+  a pattern may move them slower (``slow``): a DMA command runs on one engine (link / min(engine,
+  link)); N-1 concurrent DMA commands through a switch port are bounded by all engines; plus the
+  per-step overheads (N DMA commands or kernel launches) on the transfer path: ``tc``;
+- bulk: ``gemm(whole, all CUs) + t_comm`` (+ the reduction of N partials at the HBM rate for
+  reduce-scatter);
+- overlapped candidate (pattern, executor, split[, reduction][, streams]), N pieces, compute ``comp``
+  on all CUs (DMA) or those the communication kernel leaves (CU):
+  AG -> GEMM and MoE: ``max(comp, tc) + tc / N`` (M pieces on two streams, K pieces on one plus
+  reading the output back N-1 times); GEMM -> RS: the pipeline bound ``max(comp + tc/N, tc + comp/N)``
+  with one stream, ``max(comp2 + tc/N, tc + 2 comp2/N)`` with two (the first piece shares the CUs),
+  incremental reductions add 3 bytes of HBM traffic per received byte to ``tc`` through the
+  communication kernel's CUs, batched ones add all but the last step's reduction to ``comp`` and the
+  last one (plus a launch) at the end.
 
 Rules (thresholds :class:`Rules` fitted on the design cases by :func:`fit`; docs/ficco.md says it
 in words): take the overlapped candidate with the least estimate, after handicapping DMA candidates by
-``dma_bias``, shard-level ones by ``shard_bias``, K and M splits by ``k_bias`` and ``m_bias``; run it only if its estimate beats bulk by the
-``margin`` (``rs_margin`` for GEMM -> reduce-scatter), else bulk. M splits use two compute streams;
-``2N`` pieces instead of N when the whole GEMM has at least ``big_waves`` waves. Illegal picks fall back
-to one stream, then to bulk.
+``dma_bias``, shard-level ones by ``shard_bias``, K and M splits by ``k_bias`` and ``m_bias``; run it
+only if its estimate beats bulk by the ``margin`` (``rs_margin`` for GEMM -> reduce-scatter), else
+bulk. ``2N`` pieces instead of N when the whole GEMM has at least ``big_waves`` waves. Illegal picks
+fall back to one stream, then to half the pieces, then to bulk.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def test_select_json_contract_matches_library():
         (["ficco", "select", "--m", "1001"], "m: 1001 rows"),
         (["ficco", "explore", "--hw", "nope"], "unknown preset 'nope'"),
         (["ficco", "select", "--op", "moe", "--skew", "2"], "skew"),
-        (["reproduce", "ficco", "--limit", "1"], "limit"),
+        (["reproduce", "ficco", "--limit", "0"], "limit"),
         (["ficco", "explore", "--gpus", "16", "--m", "8192"], "gpus: 16 GPUs exceed the mesh"),
         (["ficco", "select", "--gpus", "16", "--m", "8192"], "gpus: 16 GPUs exceed the mesh"),
         (["ficco", "explore", "--op", "moe", "--hw", "paper-80cu"], "op: moe"),
@@ -147,10 +147,11 @@ def test_characterise_json():
 def test_reproduce_small_writes_report_and_computes_accuracy(tmp_path):
     from t3.experiments.reproduce_ficco import reproduce
 
-    res = reproduce(tmp_path, workers=1, limit=2, progress=False)
+    res = reproduce(tmp_path, workers=1, limit=1, progress=False)
     ev = res["evaluation"]
     u = ev["unseen"]
     assert u["cases"] == 2 and u["accuracy_pct"] == 100.0 * u["right"] / 2
+    assert ev["design"]["cases"] == 2
     for c in ev["cases"]:  # a pick is right iff within 2 % of the exhaustive best
         assert c["right"] == (c["pick_s"] <= c["best_s"] * 1.02)
     for name in ("report.md", "ficco.json", "design_space_heatmaps.png", "loss_signatures.png"):

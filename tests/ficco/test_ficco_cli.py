@@ -45,7 +45,7 @@ def test_select_json_contract_matches_library():
         (["ficco", "select", "--m", "1001"], "m: 1001 rows"),
         (["ficco", "explore", "--hw", "nope"], "unknown preset 'nope'"),
         (["ficco", "select", "--op", "moe", "--skew", "2"], "skew"),
-        (["reproduce", "ficco", "--limit", "1"], "limit"),
+        (["reproduce", "ficco", "--limit", "0"], "limit"),
         (["ficco", "explore", "--gpus", "16", "--m", "8192"], "gpus: 16 GPUs exceed the mesh"),
         (["ficco", "select", "--gpus", "16", "--m", "8192"], "gpus: 16 GPUs exceed the mesh"),
         (["ficco", "explore", "--op", "moe", "--hw", "paper-80cu"], "op: moe"),
@@ -63,8 +63,12 @@ def test_scenario_set_is_large_realistic_and_split():
     assert {c.subset for c in cs} == {"design", "unseen"}
     ops = {f.op for f in OPERATORS}
     assert ops == {"ag-gemm", "gemm-rs", "moe"} and any(f.skew for f in OPERATORS)
+    from t3.ficco.scenarios import DESIGN_OPERATORS, UNSEEN_OPERATORS
+
+    assert sum(c.subset == "unseen" for c in cs) == 2 * len(UNSEEN_OPERATORS) >= 40
     for c in cs:  # same operator -> same subset on both presets
-        assert c.subset == ("design" if c.index % 2 == 0 else "unseen")
+        assert c.subset == ("design" if c.fop in DESIGN_OPERATORS else "unseen")
+    assert not set(DESIGN_OPERATORS) & set(UNSEEN_OPERATORS)
 
 
 def test_selector_always_returns_a_legal_schedule():
@@ -92,7 +96,7 @@ def test_fit_recovers_a_planted_margin():
     rows = []
     for x in (0.5, 0.8, 0.85, 0.95, 1.2):
         f = {"op": "ag-gemm", "topology": "mesh", "gpus": 8, "waves": 1.0,
-             "estimates_s": {"bulk": 1.0, "ficco-dma-M": x}}  # fmt: skip
+             "estimates_s": {"bulk": 1.0, "ficco-dma-M-s2": x}}  # fmt: skip
         rows.append(
             {"features": f, "times": {"bulk-g1-M-cu": 1.0, "ficco-g8-M-dma-s2": x if x < 0.9 else 1.5}}
         )
@@ -105,6 +109,21 @@ def test_fit_recovers_a_planted_margin():
     bad = Rules(margin=0.0, m_bias=0.0, shard_bias=0.0)
     assert not all(within(row["times"], rule_pick(row["features"], bad).name) for row in rows)
     assert 0.05 in GRID["margin"]
+
+
+def test_cross_validation_holds_out_whole_operators():
+    from t3.ficco.select import cross_validate
+
+    rows = []
+    for i, x in enumerate((0.5, 0.8, 0.85, 0.95, 1.2, 0.6, 1.1, 0.7)):
+        f = {"op": "ag-gemm", "topology": "mesh", "gpus": 8, "waves": 1.0,
+             "estimates_s": {"bulk": 1.0, "ficco-dma-M-s2": x}}  # fmt: skip
+        t = {"bulk-g1-M-cu": 1.0, "ficco-g8-M-dma-s2": x if x < 0.9 else 1.5}
+        rows += [{"index": i, "features": f, "times": t}, {"index": i, "features": f, "times": t}]
+    cv = cross_validate(rows, folds=4)
+    assert cv["cases"] == len(rows) and len(cv["folds"]) == 4
+    assert all(p["cases"] == 4 for p in cv["folds"])  # 2 operators x 2 presets per fold
+    assert 0 <= cv["right"] <= len(rows)
 
 
 def test_explore_is_deterministic():
@@ -128,10 +147,11 @@ def test_characterise_json():
 def test_reproduce_small_writes_report_and_computes_accuracy(tmp_path):
     from t3.experiments.reproduce_ficco import reproduce
 
-    res = reproduce(tmp_path, workers=1, limit=2, progress=False)
+    res = reproduce(tmp_path, workers=1, limit=1, progress=False)
     ev = res["evaluation"]
     u = ev["unseen"]
     assert u["cases"] == 2 and u["accuracy_pct"] == 100.0 * u["right"] / 2
+    assert ev["design"]["cases"] == 2
     for c in ev["cases"]:  # a pick is right iff within 2 % of the exhaustive best
         assert c["right"] == (c["pick_s"] <= c["best_s"] * 1.02)
     for name in ("report.md", "ficco.json", "design_space_heatmaps.png", "loss_signatures.png"):

@@ -14,7 +14,9 @@ from t3.cli.reproduce import reproduce_app
 def ficco(
     out: Path = typer.Option(Path("results/ficco"), "--out", help="output directory"),
     workers: int | None = typer.Option(None, "--workers", help="processes (default: CPU count, max 8)"),
-    limit: int | None = typer.Option(None, "--limit", help="only the first LIMIT operators (quick look)"),
+    limit: int | None = typer.Option(
+        None, "--limit", help="only the first LIMIT design and LIMIT unseen operators (quick look)"
+    ),
 ) -> None:
     """Explore every scenario exhaustively on mi300x-8 and h100-8, fit the heuristic on the design
     cases, evaluate it on the unseen ones; writes report.md, ficco.json and PNG figures."""
@@ -23,8 +25,8 @@ def ficco(
 
     if workers is not None and workers < 1:
         raise ConfigError(f"workers: must be >= 1, got {workers}")
-    if limit is not None and limit < 2:
-        raise ConfigError(f"limit: need at least 2 operators (one design, one unseen), got {limit}")
+    if limit is not None and limit < 1:
+        raise ConfigError(f"limit: need at least 1 operator of each set, got {limit}")
     res = reproduce(out, workers=workers, limit=limit)
     ev = res["evaluation"]
     c = Console()

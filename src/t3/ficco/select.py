@@ -4,25 +4,29 @@ No simulation: every feature is a closed form of the operator and the hardware p
 
 Static estimates (seconds):
 - ``gemm(shape, C)``: the GEMM on C CUs from its static plan (the library tile choice of
-  :func:`t3.schedules.ficco.gemm_plan`): ``waves x tile time`` plus one kernel launch;
+  :func:`t3.schedules.ficco.gemm_plan`): ``waves x tile time`` plus one kernel launch; ``p`` pieces
+  on two streams: ``(p x tiles / C + 1)`` tile times plus one launch;
 - ``t_comm``: bytes a GPU sends / its egress bandwidth (mesh: N-1 links; switch, ring: one port);
-- ``slow(comm, exec)``: how much slower a pattern moves the bytes than ``t_comm`` — shard on a mesh
-  uses one of N-1 links (N-1); a DMA command runs on one engine (link / min(engine, link)); N-1
-  concurrent DMA commands through a switch port are bounded by all engines;
-- bulk: ``gemm(whole, all CUs) + t_comm`` (+ the reduction's HBM traffic for reduce-scatter);
-- overlapped candidate (comm, exec, split), N pieces: ``max(compute, t_comm x slow) +
-  t_comm x slow / N`` (the first or last transfer is exposed) ``+ N x DMA command overhead`` (DMA),
-  where compute = ``N x gemm(piece, C_exec)`` (K split: plus reading the output back N-1 times; M split
-  with two streams: ``N/2 x gemm(two pieces, C_exec)``) and ``C_exec`` = all CUs for DMA, all minus the
-  communication kernel's CUs for ``cu``; for reduce-scatter the transfers also carry the owner's
-  reductions (3 bytes of HBM traffic per byte received, through the communication kernel's CUs).
+  a pattern may move them slower (``slow``): a DMA command runs on one engine (link / min(engine,
+  link)); N-1 concurrent DMA commands through a switch port are bounded by all engines; plus the
+  per-step overheads (N DMA commands or kernel launches) on the transfer path: ``tc``;
+- bulk: ``gemm(whole, all CUs) + t_comm`` (+ the reduction of N partials at the HBM rate for
+  reduce-scatter);
+- overlapped candidate (pattern, executor, split[, reduction][, streams]), N pieces, compute ``comp``
+  on all CUs (DMA) or those the communication kernel leaves (CU):
+  AG -> GEMM and MoE: ``max(comp, tc) + tc / N`` (M pieces on two streams, K pieces on one plus
+  reading the output back N-1 times); GEMM -> RS: the pipeline bound ``max(comp + tc/N, tc + comp/N)``
+  with one stream, ``max(comp2 + tc/N, tc + 2 comp2/N)`` with two (the first piece shares the CUs),
+  incremental reductions add 3 bytes of HBM traffic per received byte to ``tc`` through the
+  communication kernel's CUs, batched ones add all but the last step's reduction to ``comp`` and the
+  last one (plus a launch) at the end.
 
 Rules (thresholds :class:`Rules` fitted on the design cases by :func:`fit`; docs/ficco.md says it
 in words): take the overlapped candidate with the least estimate, after handicapping DMA candidates by
-``dma_bias``, shard-level ones by ``shard_bias``, K and M splits by ``k_bias`` and ``m_bias``; run it only if its estimate beats bulk by the
-``margin`` (``rs_margin`` for GEMM -> reduce-scatter), else bulk. M splits use two compute streams;
-``2N`` pieces instead of N when the whole GEMM has at least ``big_waves`` waves. Illegal picks fall back
-to one stream, then to bulk.
+``dma_bias``, shard-level ones by ``shard_bias``, K and M splits by ``k_bias`` and ``m_bias``; run it
+only if its estimate beats bulk by the ``margin`` (``rs_margin`` for GEMM -> reduce-scatter), else
+bulk. ``2N`` pieces instead of N when the whole GEMM has at least ``big_waves`` waves. Illegal picks
+fall back to one stream, then to half the pieces, then to bulk.
 """
 
 from __future__ import annotations
@@ -45,8 +49,8 @@ class Rules:
     rs_margin: float = 0.0  # ... for GEMM -> reduce-scatter
     dma_bias: float = 0.0  # DMA candidates' estimates are multiplied by (1 + dma_bias)
     shard_bias: float = -0.05  # shard-level candidates' estimates are multiplied by (1 + shard_bias)
-    k_bias: float = 0.0  # K-split candidates' estimates are multiplied by (1 + k_bias)
-    m_bias: float = -0.2  # M-split candidates' estimates are multiplied by (1 + m_bias)
+    k_bias: float = 0.1  # K-split candidates' estimates are multiplied by (1 + k_bias)
+    m_bias: float = -0.05  # M-split candidates' estimates are multiplied by (1 + m_bias)
     big_waves: float = INF  # 2N pieces at or above this many waves of the whole GEMM, else N
 
 
@@ -69,11 +73,12 @@ def gemm_estimate(shape: GemmShape, hw: Hardware, cus: int, streams_of: int = 0)
     """GEMM time on ``cus`` CUs from its static plan (the library tile choice of
     :func:`t3.schedules.ficco.gemm_plan`: waves x tile time; no simulation), plus one launch.
     ``streams_of = p``: ``p`` such GEMMs on two streams, whose partial waves fill each other:
-    ``(p x tiles / cus + 1)`` tile times plus ``p`` launches."""
+    ``(p x tiles / cus + 1)`` tile times plus one launch (a piece launches while the other stream
+    computes)."""
     plan = gemm_plan(shape, hw, cus=cus)
     if not streams_of:
         return plan.compute_s + hw.compute.kernel_launch_s
-    return (streams_of * plan.tiles / cus + 1.0) * plan.t_tile + hw.compute.kernel_launch_s * streams_of
+    return (streams_of * plan.tiles / cus + 1.0) * plan.t_tile + hw.compute.kernel_launch_s
 
 
 def _gemms(fop: FiccoOperator, rows: int, split: str, parts: int) -> list[GemmShape]:
@@ -104,25 +109,54 @@ def features(fop: FiccoOperator, hw: Hardware) -> dict:
     link, eng = hw.link.bandwidth_Bps, hw.dma.bandwidth_Bps
     one_cmd = link / min(eng, link)
     many_cmd = link / min(hw.dma.engines * eng, link) if topo != "mesh" else one_cmd
-    red = 3.0 * fop.comm_bytes() / hw.hbm.effective_Bps if fop.op == "gemm-rs" else 0.0
+    hbm = hw.hbm.effective_Bps
+    rs = fop.op == "gemm-rs"
+    # reduce-scatter: bytes of the output block a GPU owns; its reduction reads N partials, writes 1
+    owner = fop.m * fop.n * fop.eb / n if rs else 0.0
+    red_all = (n + 1) * owner / hbm
     whole = sum(gemm_estimate(s, hw, c.cus) for s in _gemms(fop, rows, "M", 1))
-    est = {"bulk": whole + t_comm + red / 3.0}
+    est = {"bulk": whole + t_comm + red_all}
     splits = {"ag-gemm": ("M", "K"), "gemm-rs": ("N",), "moe": ("M",)}[fop.op]
     comms = ("ficco",) if topo in ("mesh", "ring") else ("ficco", "shard")
-    for comm, ex, split in itertools.product(comms, ("cu", "dma"), splits):
+    reduces = ("inc", "rb") if rs and topo != "ring" else ("inc",)
+    for comm, ex, split, red in itertools.product(comms, ("cu", "dma"), splits, reduces):
+        if comm == "shard" and split != "M":
+            continue  # a shard-level step carries every K / column block: N such pieces are illegal
         cus = c.cus - k if ex == "cu" else c.cus
-        if split == "M":  # two streams: a piece's partial wave is filled by the next piece's tiles
-            comp = sum(gemm_estimate(s, hw, cus, streams_of=n) for s in _gemms(fop, rows, split, n))
-        else:
-            comp = n * sum(gemm_estimate(s, hw, cus) for s in _gemms(fop, rows, split, n))
-        if split == "K":  # every K block after the first reads the output back
-            comp += (n - 1) * rows * fop.n * fop.eb / hw.hbm.effective_Bps
+        shapes = _gemms(fop, rows, split, n)
         slow = 1.0 if ex == "cu" else (many_cmd if comm == "ficco" else one_cmd)
-        # reduce-scatter: the owner reduces each arrival on the communication kernel's CUs
-        red_pieces = max(red, 3.0 * fop.comm_bytes() / (k * c.cu_copy_Bps)) if fop.op == "gemm-rs" else 0.0
-        tc = t_comm * slow + red_pieces
-        ovh = n * hw.dma.command_overhead_s if ex == "dma" else n * c.kernel_launch_s  # per transfer step
-        est[f"{comm}-{ex}-{split}"] = max(comp, tc) + tc / n + ovh
+        tc = t_comm * slow
+        extra = tail = 0.0
+        if split == "K":  # every K block after the first reads the output back
+            extra += (n - 1) * rows * fop.n * fop.eb / hbm
+        if rs and red == "inc":
+            # the owner adds each arrival to its accumulator (3 bytes of HBM traffic per byte) on
+            # the communication kernel's CUs
+            tc += max(3.0 * fop.comm_bytes() / hbm, 3.0 * fop.comm_bytes() / (k * c.cu_copy_Bps))
+        elif rs:
+            # batched: step j's reduction (all CUs, HBM bound) runs beside the GEMM; the last is exposed
+            blocks = n if comm == "ficco" else 1
+            extra += red_all * (blocks - 1) / blocks
+            tail = red_all / blocks + c.kernel_launch_s
+        # per transfer step, on the transfers' critical path
+        tc += n * hw.dma.command_overhead_s if ex == "dma" else n * c.kernel_launch_s
+        key = f"{comm}-{ex}-{split}" + ("-rb" if red == "rb" else "")
+        comp = n * sum(gemm_estimate(s, hw, cus) for s in shapes) + extra
+        comp2 = sum(gemm_estimate(s, hw, cus, streams_of=n) for s in shapes) + extra
+        if not rs:
+            # the transfers feed the GEMM and the local piece runs first, under the first transfer:
+            # compute-bound runs end with the last piece, transfer-bound ones with the last transfer
+            # plus its piece. M pieces run on two streams (a piece's partial wave is filled by the
+            # next piece's tiles); K pieces on one (they accumulate into the same output).
+            c_ = comp2 if split == "M" else comp
+            est[key + ("-s2" if split == "M" else "")] = max(c_, tc) + tc / n
+            continue
+        # GEMM -> reduce-scatter: the first transfer waits for the first piece. A two-stage pipeline
+        # is bound by all compute plus the last transfer, or the first piece plus all transfers. Two
+        # streams fill wave-quantization tails, but the first piece shares the CUs with the second
+        # and finishes one piece time later.
+        est[key] = max(comp + tc / n, tc + comp / n) + tail
+        est[key + "-s2"] = max(comp2 + tc / n, tc + 2 * comp2 / n) + tail
     return {
         "op": fop.op,
         "topology": topo,
@@ -136,30 +170,41 @@ def features(fop: FiccoOperator, hw: Hardware) -> dict:
     }
 
 
-def rule_pick(f: dict, r: Rules) -> Axes:
-    """The rules on a feature dict (no legality check)."""
-    n = f["gpus"]
-    est = f["estimates_s"]
+def _best_overlapped(f: dict, r: Rules) -> tuple[str | None, float]:
+    """The overlapped candidate with the least handicapped estimate (margins play no part)."""
     best, best_t = None, INF
-    for key, t in est.items():
+    for key, t in f["estimates_s"].items():
         if key == "bulk":
             continue
-        comm, ex, split = key.split("-")
+        comm, ex, split = key.split("-")[:3]
         t *= (1.0 + r.dma_bias) if ex == "dma" else 1.0
         t *= (1.0 + r.shard_bias) if comm == "shard" else 1.0
         t *= (1.0 + r.k_bias) if split == "K" else (1.0 + r.m_bias) if split == "M" else 1.0
         if t < best_t:
             best, best_t = key, t
-    margin = r.rs_margin if f["op"] == "gemm-rs" else r.margin
-    if best is None or not best_t < est["bulk"] * (1.0 - margin):
-        return Axes("bulk", 1, "M", "cu")
-    comm, ex, split = best.split("-")
+    return best, best_t
+
+
+def _axes_of(best: str, f: dict, r: Rules) -> Axes:
+    n = f["gpus"]
+    comm, ex, split = best.split("-")[:3]
+    red = "batched" if "-rb" in best else "inc"
     g = 2 * n if f["waves"] >= r.big_waves else n
-    return Axes(comm, g, split, ex, 0, 2 if split == "M" else 1, True)
+    return Axes(comm, g, split, ex, 0, 2 if "-s2" in best else 1, True, red)
+
+
+def rule_pick(f: dict, r: Rules) -> Axes:
+    """The rules on a feature dict (no legality check)."""
+    best, best_t = _best_overlapped(f, r)
+    margin = r.rs_margin if f["op"] == "gemm-rs" else r.margin
+    if best is None or not best_t < f["estimates_s"]["bulk"] * (1.0 - margin):
+        return Axes("bulk", 1, "M", "cu")
+    return _axes_of(best, f, r)
 
 
 def _fallbacks(ax: Axes) -> list[Axes]:
-    return [ax, Axes(ax.comm, ax.g, ax.split, ax.executor), Axes(ax.comm, ax.g // 2 or 1, ax.split, ax.executor),
+    return [ax, Axes(ax.comm, ax.g, ax.split, ax.executor, reduce=ax.reduce),
+            Axes(ax.comm, ax.g // 2 or 1, ax.split, ax.executor, reduce=ax.reduce),
             Axes("bulk", 1, "M", "cu")]  # fmt: skip
 
 
@@ -207,13 +252,60 @@ def fit(rows: list[dict], tol: float = 0.02) -> tuple[Rules, float]:
     to the first combination in grid order. ``rows``: dicts with ``features`` and ``times``."""
     keys = list(GRID)
     best: tuple[tuple[int, float], Rules] | None = None
+    bulk_name = "bulk-g1-M-cu"
+    # the overlapped choice of a row depends on the handicaps only, its margin test on one margin:
+    # evaluate each (row, handicaps) once, then every margin by a comparison
+    outcome: dict[tuple, tuple[int, float, float, int, float]] = {}
+
+    def hit_gap(t: dict, name: str) -> tuple[int, float]:
+        return int(within(t, name, tol)), t[name] / min(t.values()) - 1.0
+
     for vals in itertools.product(*(GRID[k] for k in keys)):
         r = Rules(**dict(zip(keys, vals, strict=True)))
-        sc = score(rows, r, tol)
+        hits, gap = 0, 0.0
+        for i, row in enumerate(rows):
+            f, t = row["features"], row["times"]
+            key = (i, r.dma_bias, r.shard_bias, r.k_bias, r.m_bias, r.big_waves)
+            if key not in outcome:
+                cand, ct = _best_overlapped(f, r)
+                h0, g0 = hit_gap(t, bulk_name)
+                h1, g1 = h0, g0
+                if cand is not None:
+                    name = bulk_name
+                    for ax in _fallbacks(_axes_of(cand, f, r)):
+                        if ax.name in t:
+                            name = ax.name
+                            break
+                    h1, g1 = hit_gap(t, name)
+                outcome[key] = (h0, g0, ct, h1, g1)
+            h0, g0, ct, h1, g1 = outcome[key]
+            m = r.rs_margin if f["op"] == "gemm-rs" else r.margin
+            if ct < f["estimates_s"]["bulk"] * (1.0 - m):
+                hits, gap = hits + h1, gap + g1
+            else:
+                hits, gap = hits + h0, gap + g0
+        sc = (hits, -gap)
         if best is None or sc > best[0]:
             best = (sc, r)
     assert best is not None
     return best[1], best[0][0] / max(1, len(rows))
+
+
+def cross_validate(rows: list[dict], folds: int = 4, tol: float = 0.02) -> dict:
+    """k-fold cross-validation of :func:`fit` within ``rows``: operator ``index % folds`` is the
+    held-out fold (both presets of an operator together). Returns right picks on held-out cases."""
+    right, per = 0, []
+    for f in range(folds):
+        train = [r for r in rows if r["index"] % folds != f]
+        test = [r for r in rows if r["index"] % folds == f]
+        if not train or not test:
+            continue
+        rf, _ = fit(train, tol)
+        h = accuracy(test, rf, tol)
+        right += h
+        per.append({"fold": f, "right": h, "cases": len(test), "rules": rules_dict(rf)})
+    n = sum(p["cases"] for p in per)
+    return {"folds": per, "right": right, "cases": n, "accuracy_pct": 100.0 * right / max(1, n)}
 
 
 def rules_dict(r: Rules) -> dict:

@@ -13,15 +13,21 @@ ag-gemm / moe dispatch the unit comes from GPU g-o, for gemm-rs / moe combine it
 - Compute: units in processing order (local first or last; then arrival order) are cut into ``g``
   consecutive pieces; each piece is one GEMM plan (one launch); a K-split piece after the first K
   block reads its output back (accumulation). One stream: piece i waits for piece i-1; two: i-2.
-- Reduce-scatter: the owner reduces each arrival into its accumulator as it lands (read 2, write 1),
-  on CUs (DMA engines cannot add); the first reduction of a block also waits for the local piece.
+- Reduce-scatter: DMA engines cannot add, so reductions run on CUs. Incremental (default): the owner
+  reduces each arrival into its accumulator as it lands (read 2, write 1) on the communication
+  kernel's ``comm_cus`` CUs; the first reduction of a block also waits for the local piece. Batched
+  (``-rb``): once all N-1 partials of a transfer step (and the local piece) landed, one reduction
+  kernel on all CUs reads the N partials and writes the sum (N reads + 1 write, like the bulk direct
+  reduce-scatter's final reduction), sharing CUs and HBM with the GEMM pieces still running.
 - With the ``cu`` executor the communication kernel owns ``comm_cus(hw)`` CUs (enough to drive every
   link of a GPU at full rate) and the GEMM pieces are planned on the rest; with ``dma`` the GEMM keeps
   every CU.
 
 Modes: ``full`` (the schedule), ``ideal`` (same DAG, but communication gets its own HBM and CU pool
-and the GEMM all CUs: nothing is shared; the contention-free reference), ``comm`` (GEMM pieces take
-no time: the communication alone, with the same dependencies).
+and the GEMM pieces are planned for all CUs: nothing is shared; the contention-free reference),
+``ideal-own`` (nothing shared either, but the GEMM pieces keep the plans of ``full``, i.e. for the
+CUs the communication kernel leaves), ``comm`` (GEMM pieces take no time: the communication alone,
+with the same dependencies).
 """
 
 from __future__ import annotations
@@ -257,7 +263,7 @@ def _unit_bytes(fop: FiccoOperator, gpu: int, j: int, phase: str) -> float:
 
 class _Gen:
     def __init__(self, fop: FiccoOperator, hw: Hardware, ax: Axes, mode: str, symmetric: bool | None = None):
-        if mode not in ("full", "ideal", "comm"):
+        if mode not in ("full", "ideal", "ideal-own", "comm"):
             raise ScheduleError(f"mode: unknown mode '{mode}'")
         self.fop, self.hw, self.ax, self.mode = fop, hw, ax, mode
         self.n = fop.gpus
@@ -266,7 +272,7 @@ class _Gen:
             hw,
             fop.gpus,
             symmetric=fop.symmetric if symmetric is None else symmetric,
-            isolate=(mode == "ideal"),
+            isolate=mode.startswith("ideal"),
         )
         self.pieces = plan_pieces(fop, hw, ax)
         self.where: dict[Unit, int] = {u: p.index for p in self.pieces for u in p.units}
@@ -276,7 +282,8 @@ class _Gen:
             self.gemm_cus = hw.compute.cus
         else:
             self.ex = Executor(ax.executor, k, "comm")
-            self.gemm_cus = hw.compute.cus - k if (ax.executor == "cu" and mode == "full") else hw.compute.cus
+            own = ax.executor == "cu" and mode in ("full", "ideal-own")
+            self.gemm_cus = hw.compute.cus - k if own else hw.compute.cus
         self.plans: dict = {}
         self.ring = hw.topology.kind == "ring"
         self.jsets = list(range(self.n)) if ax.comm == "ficco" else ["a"]
@@ -443,6 +450,8 @@ class _Gen:
                     self.send(g, dst, key, self.jbytes(g, jj, "out"), deps, cat)
                     if moe:
                         continue
+                    if ax.reduce == "batched":
+                        continue
                     # the owner g reduces the arrival from g-o into its accumulator
                     c = self.jbytes(g, jj, "out")
                     rdeps = [(g - o, key)]
@@ -454,6 +463,28 @@ class _Gen:
                         traffic={f"{cat}_read": 2 * c, f"{cat}_write": c},
                     )  # fmt: skip
                     b.side = "gemm"
+                if ax.reduce == "batched" and not moe and not self.ring:
+                    self._batched_reduce(
+                        g, jj, key_of=lambda o, jj=jj: f"c.f{jj}.{o}" if ax.comm == "ficco" else f"c.s{o}"
+                    )
+
+    def _batched_reduce(self, g: int, jj, key_of) -> None:
+        """Owner g adds the N-1 landed partials of step set ``jj`` and its own piece in one reduction
+        kernel on all CUs: N reads + 1 write of a block, after every partial landed (a kernel launch)."""
+        b, n = self.b, self.n
+        c = self.jbytes(g, jj, "out")
+        deps = [(g - o, key_of(o)) for o in range(1, n)] + self.pieces_with(g, 0, jj)
+        prev = self._prev_j(jj)
+        if prev is not None:
+            deps.append((g, f"r{prev}"))  # one reduction stream
+        b.side = "comm"
+        wide = Executor("cu", None, "reduce")
+        b.add(
+            g, f"r{jj}", kind="reduce", cat="rs", delay_s=self.hw.compute.kernel_launch_s,
+            work=[(b.hbm(g), (n + 1) * c)] + wide.reduce_work(b, g, (n + 1) * c), deps=deps,
+            traffic={"rs_read": n * c, "rs_write": c},
+        )  # fmt: skip
+        b.side = "gemm"
 
     def build(self) -> Schedule:
         op = self.fop.op

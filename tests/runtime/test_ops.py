@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("torch")
 
 from dist_harness import run_group, values  # noqa: E402
-from workers import CASES, correctness, fallbacks, invalid_arguments  # noqa: E402
+from workers import CASES, by_schedule_name, correctness, fallbacks, invalid_arguments  # noqa: E402
 
 WORLDS = (2, 3, 4)
 
@@ -130,3 +130,47 @@ def test_uninitialized_group_is_a_value_error() -> None:
     assert not dist.is_initialized()
     with pytest.raises(ValueError, match="group: torch.distributed is not initialized"):
         matmul_reduce_scatter(torch.ones(4, 4), torch.ones(4, 4))
+
+
+def test_ficco_schedule_names_execute() -> None:
+    for world in (2, 3):
+        for r in values(run_group(by_schedule_name, world)):
+            for name, (ok, _plan) in r.items():
+                assert ok, f"world {world}: {name} differs from the reference"
+            assert r[f"rs:shard-g{world}-M-dma-ll"][1] == "shard"
+            assert r[f"rs:shard-g{2 * world}-N-cu"][1] == "ficco(split=n, pieces=2)"
+            assert r["rs:bulk-g1-M-dma"][1] == "shard, no overlap"
+            assert r[f"ag:shard-g{2 * world}-K-dma"][1] == "ficco(split=k, pieces=2)"
+
+
+@pytest.mark.parametrize(
+    "name,world,expect",
+    [
+        ("shard-g8-M-dma", 8, ("shard", "m", 1, True)),
+        ("shard-g16-K-cu-ll", 8, ("ficco", "k", 2, True)),
+        ("shard-g32-N-dma-rb", 8, ("ficco", "n", 4, True)),
+        ("bulk-g1-M-cu", 4, ("shard", "m", 1, False)),
+    ],
+)
+def test_plan_from_schedule_name(name, world, expect) -> None:
+    from t3.runtime import Plan
+
+    p = Plan.from_schedule(name, world)
+    assert (p.granularity, p.split_dim, p.pieces, p.overlap) == expect
+
+
+@pytest.mark.parametrize(
+    "name,needle",
+    [
+        ("ficco-g64-M-dma", "all-peer"),
+        ("shard-g8-M-dma-p1", "prefetch"),
+        ("shard-g8-M-dma-s2", "two compute streams"),
+        ("shard-g12-M-dma", "not a multiple of the world size"),
+        ("shard-8-M", "does not match"),
+    ],
+)
+def test_unsupported_schedule_names_are_value_errors(name, needle) -> None:
+    from t3.runtime import Plan
+
+    with pytest.raises(ValueError, match=needle):
+        Plan.from_schedule(name, 8)

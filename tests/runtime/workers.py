@@ -232,3 +232,21 @@ def peer_failure(
         return {"error": "PeerError", "message": str(err), "elapsed": time.monotonic() - t0, "peer": err.peer}
     except Exception as err:  # noqa: BLE001
         return {"error": type(err).__name__, "message": str(err), "elapsed": time.monotonic() - t0}
+
+
+def by_schedule_name(rank: int, world: int) -> dict[str, Any]:
+    """FiCCO schedule names executed by the runtime equal the oracle (and the Plan they name)."""
+    from t3.runtime import all_gather_matmul, matmul_reduce_scatter
+
+    res: dict[str, Any] = {}
+    names = {
+        "rs": [f"shard-g{world}-M-dma-ll", f"shard-g{2 * world}-N-cu", "bulk-g1-M-dma"],
+        "ag": [f"shard-g{world}-M-dma", f"shard-g{2 * world}-K-dma", f"shard-g{2 * world}-M-cu"],
+    }
+    for op, fn in (("rs", matmul_reduce_scatter), ("ag", all_gather_matmul)):
+        A, B = make_inputs(op, "int", rank)
+        ref = oracle(op, A, B, world)
+        for name in names[op]:
+            out, st = fn(A, B, plan=name, path="tiled", timeout=20.0, return_stats=True)
+            res[f"{op}:{name}"] = (bool(torch.equal(out, ref)), st.plan)
+    return res

@@ -88,7 +88,7 @@ def matmul_reduce_scatter(
     scatter_dim: int = 0,
     algo: Algo = "ring",
     tile: tuple[int, int] = DEFAULT_TILE,
-    plan: Plan | None = None,
+    plan: Plan | str | None = None,
     path: Path = "auto",
     timeout: float = DEFAULT_TIMEOUT_S,
     min_flops: float = DEFAULT_MIN_FLOPS,
@@ -102,8 +102,8 @@ def matmul_reduce_scatter(
     """
     t0 = time.perf_counter()
     validate.operands(A, B)
-    tile, plan = validate.options(algo, tile, plan, path, timeout)
     rank, world = validate.group_size(group)
+    tile, plan = validate.options(algo, tile, plan, path, timeout, world)
     if scatter_dim not in (0, 1) or isinstance(scatter_dim, bool):
         raise ValueError(f"scatter_dim: expected 0 or 1, got {scatter_dim!r}")
     M, N = A.shape[0], B.shape[1]
@@ -148,7 +148,7 @@ def matmul_all_reduce(
     group: dist.ProcessGroup | None = None,
     algo: Algo = "ring",
     tile: tuple[int, int] = DEFAULT_TILE,
-    plan: Plan | None = None,
+    plan: Plan | str | None = None,
     path: Path = "auto",
     timeout: float = DEFAULT_TIMEOUT_S,
     min_flops: float = DEFAULT_MIN_FLOPS,
@@ -159,8 +159,8 @@ def matmul_all_reduce(
     by the pieces) for the tiled path; ``path='auto'`` falls back to the reference otherwise."""
     t0 = time.perf_counter()
     validate.operands(A, B)
-    tile, plan = validate.options(algo, tile, plan, path, timeout)
     rank, world = validate.group_size(group)
+    tile, plan = validate.options(algo, tile, plan, path, timeout, world)
     if plan.split_dim == "k":
         raise ValueError("plan.split_dim: GEMM -> all-reduce pieces split 'm' or 'n', not 'k'")
     M, N = A.shape[0], B.shape[1]
@@ -190,7 +190,7 @@ def all_gather_matmul(
     group: dist.ProcessGroup | None = None,
     algo: Algo = "ring",
     tile: tuple[int, int] = DEFAULT_TILE,
-    plan: Plan | None = None,
+    plan: Plan | str | None = None,
     path: Path = "auto",
     timeout: float = DEFAULT_TIMEOUT_S,
     min_flops: float = DEFAULT_MIN_FLOPS,
@@ -200,8 +200,8 @@ def all_gather_matmul(
     (K x N); the GEMM of each shard piece starts as soon as it arrived."""
     t0 = time.perf_counter()
     validate.operands(A, B)
-    tile, plan = validate.options(algo, tile, plan, path, timeout)
     rank, world = validate.group_size(group)
+    tile, plan = validate.options(algo, tile, plan, path, timeout, world)
     if plan.split_dim == "n":
         raise ValueError("plan.split_dim: all-gather -> GEMM pieces split 'm' or 'k', not 'n'")
     m, K = A.shape

@@ -38,6 +38,42 @@ class Plan:
         if self.granularity == "shard" and self.pieces != 1:
             raise ValueError(f"plan.pieces: granularity 'shard' means pieces=1, got {self.pieces}")
 
+    @classmethod
+    def from_schedule(cls, name: str, world: int) -> Plan:
+        """The plan that executes the FiCCO schedule ``name`` (``t3.ficco.space`` grammar) on ``world``
+        ranks: ``bulk-*`` is the non-overlapped baseline; ``shard-g<G>-<M|N|K>-*`` cuts the GEMM into G
+        pieces (G a multiple of the world size: G = world is the shard plan, G = world x P cuts every
+        shard into P pieces along the named dimension). The runtime's communication thread plays the
+        DMA engine's role and its piece order is fixed (own chunk last for GEMM -> RS/AR, own shard
+        first for AG -> GEMM), so the executor and ordering suffixes (``-cu``/``-dma``, ``-ll``) and the
+        batched-reduction suffix (``-rb``: the runtime always reduces a region as it arrives) select
+        the same execution. FiCCO's all-peer pattern (``ficco-*``), prefetch bounds (``-p<D>``) and two
+        compute streams (``-s2``) are not implemented: a ``ValueError`` says so."""
+        from t3.errors import T3Error
+        from t3.ficco.space import parse_name
+
+        try:
+            ax = parse_name(name)
+        except T3Error as err:
+            raise ValueError(f"plan: {err}") from None
+        if ax.comm == "ficco":
+            raise ValueError(
+                f"plan: '{name}': FiCCO's all-peer transfers ('ficco-*', every step sends a piece to every "
+                "peer at once) are not implemented in the runtime; use a 'shard-*' or 'bulk-*' schedule"
+            )
+        if ax.prefetch or ax.streams != 1:
+            raise ValueError(
+                f"plan: '{name}': prefetch bounds (-p) and two compute streams (-s2) are not implemented in the runtime"
+            )
+        if ax.comm == "bulk":
+            return cls(overlap=False)
+        if ax.g % world:
+            raise ValueError(
+                f"plan: '{name}': {ax.g} GEMM pieces are not a multiple of the world size ({world})"
+            )
+        pieces = ax.g // world
+        return cls() if pieces == 1 else cls("ficco", ax.split.lower(), pieces)  # type: ignore[arg-type]
+
     @property
     def n_pieces(self) -> int:
         return self.pieces if self.granularity == "ficco" else 1

@@ -53,7 +53,9 @@ def operands(A: Any, B: Any) -> None:
         raise ValueError(f"B: inner dimensions differ: A is {tuple(A.shape)}, B is {tuple(B.shape)}")
 
 
-def options(algo: Any, tile: Any, plan: Any, path: Any, timeout: Any) -> tuple[tuple[int, int], Plan]:
+def options(
+    algo: Any, tile: Any, plan: Any, path: Any, timeout: Any, world: int
+) -> tuple[tuple[int, int], Plan]:
     if algo not in ALGOS:
         raise ValueError(f"algo: expected one of {ALGOS}, got {algo!r}")
     if (
@@ -64,8 +66,12 @@ def options(algo: Any, tile: Any, plan: Any, path: Any, timeout: Any) -> tuple[t
         raise ValueError(f"tile: expected two positive integers (bm, bn), got {tile!r}")
     if plan is None:
         plan = Plan()
+    elif isinstance(plan, str):  # a FiCCO schedule name
+        plan = Plan.from_schedule(plan, world)
     if not isinstance(plan, Plan):
-        raise ValueError(f"plan: expected a t3.runtime.Plan, got {type(plan).__name__}")
+        raise ValueError(
+            f"plan: expected a t3.runtime.Plan or a FiCCO schedule name, got {type(plan).__name__}"
+        )
     if path not in PATHS:
         raise ValueError(f"path: expected one of {PATHS}, got {path!r}")
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:

@@ -198,6 +198,16 @@ def main() -> None:
                 f"{label:40s} {cells[0][0] * 1e3:9.2f} {speed:>8s} {cells[0][1]:>13s}   "
                 f"{cells[1][0] * 1e3:8.2f} {cells[1][1]:>13s}   {c_txt:>11s}   {s_txt}"
             )
+        # On a host whose cores also move the bytes (loopback TCP), a rank cannot finish before it has
+        # spent the CPU time of its GEMM plus that of its communication: the reachable share of the
+        # ideal gain is bounded by this CPU limit, whatever the overlap.
+        if "compute" in cpu and "comm" in cpu:
+            limit = max(med["ideal"], cpu["compute"] + cpu["comm"])
+            reach = (med["sequential"] - limit) / (med["sequential"] - med["ideal"]) * 100
+            print(
+                f"{'CPU-bound limit = cpu(compute)+cpu(comm)':40s} {limit * 1e3:9.2f} {'':>8s} {reach:12.0f}%"
+                "   (the most of the ideal gain this host's cores allow)"
+            )
     if not any_sim:
         print("\n(simulated column empty: the simulator API is not importable in this checkout)")
     else:

@@ -11,7 +11,7 @@ from rich.table import Table
 from t3.api import record, resolve
 from t3.cli.common import fmt_bytes, fmt_time, parse_overrides
 from t3.cli.main import app
-from t3.schedules import RunOptions
+from t3.schedules import CONFIGS, RunOptions
 from t3.schedules.t3 import require_functional
 from t3.sim.trace import write_trace
 
@@ -21,7 +21,7 @@ def run(
     model: str = typer.Option("t-nlg", help="zoo model name or a model TOML file"),
     tp: int = typer.Option(8, help="tensor-parallel degree (GPUs)"),
     sublayer: str = typer.Option("fc2", help="op, fc2 (forward), fc1-bwd, ip-bwd (backward)"),
-    config: str = typer.Option("sequential", help="configuration (schedule) name"),
+    config: str = typer.Option("sequential", help="configuration: " + ", ".join(CONFIGS)),
     hw: str = typer.Option("paper-80cu", "--hw", help="hardware preset name or TOML file"),
     tokens: int | None = typer.Option(None, help="tokens (batch x sequence); default: the model's"),
     comm_cus: int = typer.Option(16, help="CUs of the all-reduce kernel (config 'concurrent')"),

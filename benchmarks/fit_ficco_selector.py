@@ -9,8 +9,8 @@ simulated, process pool); writes ``benchmarks/data/ficco_train.json.gz`` (operat
 schedule's time in s). About 5 min on 2 cores.
 
 ``fit``: chooses the tree depth and leaf size by 5-fold cross-validation on that data (folds by
-operator, both presets together), fits the tree on all of it and prints the rules as Python for
-``src/t3/ficco/learned_rules.py`` (plus the cross-validated accuracies, %).
+operator, both presets together), fits the tree on all of it and prints the rules and the
+cross-validated accuracies (%); ``--write`` writes them to ``src/t3/ficco/learned_rules.py``.
 """
 
 from __future__ import annotations
@@ -47,8 +47,22 @@ def label(count: int, workers: int | None) -> None:
     rows.sort(key=lambda r: (r["index"], HARDWARE.index(r["hardware"])))
     DATA.parent.mkdir(parents=True, exist_ok=True)
     with gzip.GzipFile(DATA, "wb", mtime=0) as fh:
-        fh.write(json.dumps({"design_operators": len(DESIGN_OPERATORS), "rows": rows}, sort_keys=True).encode())
+        fh.write(
+            json.dumps({"design_operators": len(DESIGN_OPERATORS), "rows": rows}, sort_keys=True).encode()
+        )
     print(f"{len(rows)} labelled cases -> {DATA} ({DATA.stat().st_size / 1e3:.0f} kB)")
+
+
+RULES = Path(__file__).parents[1] / "src" / "t3" / "ficco" / "learned_rules.py"
+
+
+def rules_module(shipped: dict) -> str:
+    L = ['"""The shipped learned FiCCO selector, written by `benchmarks/fit_ficco_selector.py fit --write`',
+         "(depth and leaf size chosen by 5-fold cross-validation on the training data; docs/ficco.md).", '"""',
+         "", "# ruff: noqa: E501", "", 'SHIPPED_SELECTOR = "learned"']  # fmt: skip
+    for k in ("DEPTH", "MIN_LEAF", "FIT", "TREE"):
+        L.append(f"{k} = {json.dumps(shipped[k])}")
+    return "\n".join(L) + "\n"
 
 
 def main() -> None:
@@ -56,13 +70,18 @@ def main() -> None:
     ap.add_argument("what", choices=("label", "fit"))
     ap.add_argument("--count", type=int, default=200)
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--write", action="store_true", help="fit: write src/t3/ficco/learned_rules.py")
     a = ap.parse_args()
     if a.what == "label":
         label(a.count, a.workers)
     else:
         from t3.ficco.learned import fit_report
 
-        print(fit_report(DATA))
+        text, shipped = fit_report(DATA)
+        print(text)
+        if a.write:
+            RULES.write_text(rules_module(shipped))
+            print(f"wrote {RULES}")
 
 
 if __name__ == "__main__":

@@ -51,7 +51,8 @@ def dense_operators(model: tuple, tokens: int, tp: int = 8) -> list[FiccoOperato
 
 def expert_operator(ex: tuple, tokens_per_gpu: int, skew: float = 0.0) -> FiccoOperator:
     name, h, ffn, top = ex
-    lab = f"{name} {tokens_per_gpu} tokens/GPU experts (EP8, {'skew %g' % skew if skew else 'uniform'})"
+    routing = f"skew {skew:g}" if skew else "uniform"
+    lab = f"{name} {tokens_per_gpu} tokens/GPU experts (EP8, {routing})"
     return _F("moe", tokens_per_gpu * top, ffn, h, skew=skew, label=lab)
 
 

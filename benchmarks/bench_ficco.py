@@ -11,8 +11,8 @@ import statistics
 import time
 
 from t3.config.hardware import load_hardware
+from t3.ficco.learned import select_shipped as select
 from t3.ficco.losses import explore
-from t3.ficco.select import select
 from t3.ficco.space import FiccoOperator
 
 CASES = [

@@ -34,8 +34,12 @@ def test_select_json_contract_matches_library():
     p = _t3("ficco", "select", "--op", "ag-gemm", "--m", "8192", "--n", "3584", "--k", "4096", "--json")
     assert p.returncode == 0, p.stderr
     j = json.loads(p.stdout)
-    name, f = select(FiccoOperator("ag-gemm", 8192, 3584, 4096), load_hardware("mi300x-8"))
+    from t3.ficco.learned import select_shipped
+
+    name, f = select_shipped(FiccoOperator("ag-gemm", 8192, 3584, 4096), load_hardware("mi300x-8"))
     assert j == {"schedule": name, "features": f}
+    p = _t3("ficco", "select", "--op", "gemm-rs", "--m", "8192", "--n", "4096", "--k", "1792")
+    assert p.returncode == 0 and "bf16 on 8 GPUs" in p.stdout, p.stderr
 
 
 @pytest.mark.parametrize(

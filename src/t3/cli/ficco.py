@@ -72,8 +72,8 @@ def select(
     op: str = _OP, m: int = _M, n: int = _N, k: int = _K, gpus: int = _G, hw: str = _HW,
     dtype: str = _DT, skew: float = _SK, as_json: bool = _J,
 ) -> None:  # fmt: skip
-    """The heuristic's schedule from static operator sizes alone (no simulation)."""
-    from t3.ficco.select import select as pick
+    """The selector's schedule from static operator sizes alone (no simulation)."""
+    from t3.ficco.learned import select_shipped as pick
 
     fop = _operator(op, m, n, k, gpus, dtype, skew)
     h = load_hardware(hw)
@@ -89,7 +89,9 @@ def select(
         if isinstance(v, dict):
             c.print(f"  {key.removesuffix('_s')}:")
             for k2, v2 in v.items():
-                c.print(f"    {k2}: {fmt_time(v2)}")
+                c.print(f"    {k2}: {fmt_time(v2)}" if key.endswith("_s") else f"    {k2}: {v2:.4g}")
+        elif isinstance(v, list):
+            c.print(f"  {key}: {'; '.join(v)}")
         elif key.endswith("_s"):
             c.print(f"  {key.removesuffix('_s')}: {fmt_time(v)}")
         else:

@@ -30,9 +30,13 @@ def ficco(
     res = reproduce(out, workers=workers, limit=limit)
     ev = res["evaluation"]
     c = Console()
-    u = ev["unseen"]
-    c.print(f"heuristic on unseen cases: {u['right']}/{u['cases']} right ({u['accuracy_pct']:.1f} %); "
-            f"design cases: {ev['design']['accuracy_pct']:.1f} %")  # fmt: skip
+    for sel in ("estimate", "learned"):
+        e = res[f"evaluation_{sel}"]
+        u, fr = e["unseen"], e["fresh"]
+        c.print(f"{sel} selector: unseen {u['right']}/{u['cases']} right ({u['accuracy_pct']:.1f} %), "
+                f"fresh blind {fr['right']}/{fr['cases']} ({fr['accuracy_pct']:.1f} %), "
+                f"design {e['design']['accuracy_pct']:.1f} %")  # fmt: skip
+    c.print(f"shipped selector: {res['shipped_selector']}")
     a = ev["all"]
     c.print(f"selected schedules: {a['speedup_vs_bulk_geomean']:.3f}x geomean / {a['speedup_vs_bulk_max']:.3f}x max "
             f"over bulk; {a['speedup_vs_shard_geomean']:.3f}x / {a['speedup_vs_shard_max']:.3f}x over shard-level")  # fmt: skip

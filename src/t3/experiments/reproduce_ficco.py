@@ -5,6 +5,9 @@ Procedure: every case (operator x hardware) is explored exhaustively (every lega
 with its losses, in a process pool). The heuristic's thresholds are fitted on the design cases only
 (:func:`t3.ficco.select.fit`), then the fitted heuristic picks a schedule for every unseen case from
 static sizes; a pick is right when its simulated time is within 2% of the exhaustive best.
+The learned selector (a decision tree fitted offline by ``benchmarks/fit_ficco_selector.py`` on
+random training operators; :mod:`t3.ficco.learned`) is evaluated on the same cases as shipped, and on
+the fresh blind set :data:`t3.ficco.trainset.FRESH_OPERATORS`.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from typing import Any
 from t3.config.hardware import load_hardware
 from t3.experiments.parallel import pmap
 from t3.ficco.characterise import characterise, dma_efficiency
+from t3.ficco.learned import learned_summary, select_learned
+from t3.ficco.learned_rules import SHIPPED_SELECTOR
 from t3.ficco.losses import explore
-from t3.ficco.scenarios import Case, cases
+from t3.ficco.scenarios import HARDWARE, OPERATORS, Case, cases
 from t3.ficco.select import (
     SHIPPED,
     Rules,
@@ -31,6 +36,7 @@ from t3.ficco.select import (
     within,
 )
 from t3.ficco.space import FiccoOperator
+from t3.ficco.trainset import FRESH_OPERATORS
 
 TOL = 0.02
 
@@ -48,13 +54,25 @@ def _geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-def evaluate(rows: list[dict], rules: Rules) -> dict[str, Any]:
+SUBSETS = ("design", "unseen", "fresh", "all")
+
+
+def all_cases(limit: int | None = None) -> list[Case]:
+    """The scenario set's design and unseen cases, then the fresh blind set (``limit``: the first
+    ``limit`` operators of each)."""
+    fresh = FRESH_OPERATORS[:limit] if limit is not None else FRESH_OPERATORS
+    base = len(OPERATORS)
+    return cases(limit) + [Case(base + i, f, hw, "fresh") for i, f in enumerate(fresh) for hw in HARDWARE]
+
+
+def evaluate(rows: list[dict], rules: Rules | None) -> dict[str, Any]:
+    """Picks of the estimate heuristic with ``rules``, or of the shipped learned tree (``None``)."""
     per = []
     for row in rows:
         hw = load_hardware(row["hardware"])
         o = row["operator"]
         fop = FiccoOperator(o["op"], o["m"], o["n"], o["k"], o["gpus"], o["dtype"], o["skew"], o["label"])
-        name, _ = select(fop, hw, rules)
+        name, _ = select(fop, hw, rules) if rules is not None else select_learned(fop, hw)
         t = row["times"][name]
         per.append({
             "case": row["case"], "subset": row["subset"], "label": o["label"], "hardware": row["hardware"],
@@ -65,7 +83,7 @@ def evaluate(rows: list[dict], rules: Rules) -> dict[str, Any]:
             "best_vs_bulk": row["bulk_s"] / row["best_time_s"],
         })  # fmt: skip
     out: dict[str, Any] = {"cases": per}
-    for subset in ("design", "unseen", "all"):
+    for subset in SUBSETS:
         sel = [p for p in per if subset == "all" or p["subset"] == subset]
         vb = [p["pick_vs_bulk"] for p in sel]
         vs = [p["pick_vs_shard"] for p in sel if p["pick_vs_shard"]]
@@ -84,12 +102,14 @@ def reproduce(
     out_dir: Path, *, workers: int | None = None, limit: int | None = None, progress: bool = True
 ) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
-    cs = cases(limit)
+    cs = all_cases(limit)
     rows = pmap(run_case, cs, workers=workers, desc="ficco cases", progress=progress)
     design = [r for r in rows if r["subset"] == "design"]
     fitted, design_acc = fit(design, TOL)
     cv = cross_validate(design, 4, TOL)
-    ev = evaluate(rows, fitted)
+    ev_est = evaluate(rows, fitted)
+    ev_learned = evaluate(rows, None)
+    ev = ev_learned if SHIPPED_SELECTOR == "learned" else ev_est
     char = {h: characterise(load_hardware(h)) for h in ("mi300x-8", "h100-8")}
     dma = {h: dma_efficiency(load_hardware(h)) for h in ("mi300x-8", "h100-8")}
     result = {
@@ -99,7 +119,11 @@ def reproduce(
         "fitted_equals_shipped": fitted == SHIPPED,
         "design_fit_accuracy_pct": 100.0 * design_acc,
         "design_cross_validation": cv,
+        "shipped_selector": SHIPPED_SELECTOR,
         "evaluation": ev,
+        "evaluation_estimate": ev_est,
+        "evaluation_learned": ev_learned,
+        "learned_training": learned_summary(),
         "characterisation": char,
         "dma_efficiency": dma,
         "explorations": [{k: v for k, v in r.items() if k != "times"} for r in rows],
@@ -216,7 +240,8 @@ def _us(s: float | None) -> str:
 def report(res: dict, rows: list[dict], figs: list[str]) -> str:
     ev = res["evaluation"]
     L = ["# FiCCO reproduction", "", "Produced by `python3 -m t3 reproduce ficco`.", ""]
-    L.append(f"Cases: {ev['all']['cases']} ({ev['design']['cases']} design, {ev['unseen']['cases']} unseen); "
+    L.append(f"Cases: {ev['all']['cases']} ({ev['design']['cases']} design, {ev['unseen']['cases']} unseen, "
+             f"{ev['fresh']['cases']} fresh blind); "
              f"a pick is right if within {res['tolerance_pct']:.0f}% of the exhaustive best.")  # fmt: skip
     L += ["", "## Heuristic", ""]
     L.append(f"Fitted thresholds (design cases): `{json.dumps(res['rules_fitted'])}`; "
@@ -224,15 +249,24 @@ def report(res: dict, rows: list[dict], figs: list[str]) -> str:
     cv = res["design_cross_validation"]
     L.append(f"4-fold cross-validation within the design cases (fit on 3 folds of operators, score the "
              f"held-out fold): {cv['right']}/{cv['cases']} right ({cv['accuracy_pct']:.1f} %).")  # fmt: skip
-    L += ["", "| subset | cases | right | accuracy | pick vs bulk geomean / max | pick vs shard geomean / max | best vs bulk geomean |",
-          "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for s in ("design", "unseen", "all"):
-        e = ev[s]
-        L.append(f"| {s} | {e['cases']} | {e['right']} | {e['accuracy_pct']:.1f} % | "
+    L += ["", "| selector | subset | cases | right | accuracy | pick vs bulk geomean / max | pick vs shard geomean / max | best vs bulk geomean |",
+          "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for sel, s in [(x, y) for x in ("estimate", "learned") for y in SUBSETS]:
+        e = res[f"evaluation_{sel}"][s]
+        L.append(f"| {sel} | {s} | {e['cases']} | {e['right']} | {e['accuracy_pct']:.1f} % | "
                  f"{e['speedup_vs_bulk_geomean']:.3f}x / {e['speedup_vs_bulk_max']:.3f}x | "
                  f"{e['speedup_vs_shard_geomean']:.3f}x / {e['speedup_vs_shard_max']:.3f}x | "
                  f"{e['best_vs_bulk_geomean']:.3f}x |")  # fmt: skip
-    L += ["", "## Cases", "",
+    lt = res["learned_training"]
+    L += ["", f"## Learned selector (shipped: `{res['shipped_selector']}`)", "",
+          f"Decision tree, depth {lt['depth']}, at least {lt['min_leaf']} training cases per leaf, fitted "
+          "offline by `PYTHONPATH=src python3 benchmarks/fit_ficco_selector.py fit`.", ""]  # fmt: skip
+    if lt["data"]:
+        d = lt["data"]
+        L.append(f"Training data present: 5-fold cross-validated accuracy {d['cv_right']}/{d['cases']} "
+                 f"({d['cv_accuracy_pct']:.1f} %); re-fit equals the shipped tree: {d['refit_equals_shipped']}.")  # fmt: skip
+    L += ["", "```", *lt["rules"], "```"]
+    L += ["", "## Cases (picks of the shipped selector)", "",
           "| case | set | operator | hw | bulk | best | best time | pick | pick time | right |",
           "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     byc = {r["case"]: r for r in rows}

@@ -1,0 +1,88 @@
+"""Regenerate the learned FiCCO selector's training data and refit it.
+
+    PYTHONPATH=src python3 benchmarks/fit_ficco_selector.py label [--count 200] [--workers 2]
+    PYTHONPATH=src python3 benchmarks/fit_ficco_selector.py fit
+
+``label``: ``count`` random realistic operators (:func:`t3.ficco.trainset.training_operators`, seed 0)
+plus the 32 design operators, on both presets, each explored exhaustively (every legal schedule
+simulated, process pool); writes ``benchmarks/data/ficco_train.json.gz`` (operator, preset, every
+schedule's time in s). About 5 min on 2 cores.
+
+``fit``: chooses the tree depth and leaf size by 5-fold cross-validation on that data (folds by
+operator, both presets together), fits the tree on all of it and prints the rules and the
+cross-validated accuracies (%); ``--write`` writes them to ``src/t3/ficco/learned_rules.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from t3.config.hardware import load_hardware
+from t3.experiments.parallel import pmap
+from t3.ficco.losses import explore
+from t3.ficco.scenarios import DESIGN_OPERATORS, HARDWARE
+from t3.ficco.space import FiccoOperator
+from t3.ficco.trainset import training_operators
+
+DATA = Path(__file__).parent / "data" / "ficco_train.json.gz"
+
+
+def label_one(item: tuple[int, str, FiccoOperator]) -> dict:
+    idx, hw, fop = item
+    ex = explore(fop, load_hardware(hw)).to_json()
+    return {"index": idx, "hardware": hw, "operator": asdict(fop),
+            "times": {s["name"]: s["time_s"] for s in ex["schedules"]}}  # fmt: skip
+
+
+def label(count: int, workers: int | None) -> None:
+    ops = list(DESIGN_OPERATORS) + training_operators(count)
+    items = [(i, hw, f) for i, f in enumerate(ops) for hw in HARDWARE]
+    # slow (all-GPU) skewed MoE first so the pool's tail is short
+    order = sorted(range(len(items)), key=lambda j: (items[j][2].skew == 0, j))
+    rows = pmap(label_one, [items[j] for j in order], workers=workers, desc="label")
+    rows.sort(key=lambda r: (r["index"], HARDWARE.index(r["hardware"])))
+    DATA.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.GzipFile(DATA, "wb", mtime=0) as fh:
+        fh.write(
+            json.dumps({"design_operators": len(DESIGN_OPERATORS), "rows": rows}, sort_keys=True).encode()
+        )
+    print(f"{len(rows)} labelled cases -> {DATA} ({DATA.stat().st_size / 1e3:.0f} kB)")
+
+
+RULES = Path(__file__).parents[1] / "src" / "t3" / "ficco" / "learned_rules.py"
+
+
+def rules_module(shipped: dict) -> str:
+    L = ['"""The shipped learned FiCCO selector, written by `benchmarks/fit_ficco_selector.py fit --write`',
+         "(depth and leaf size chosen by 5-fold cross-validation on the training data; docs/ficco.md).", '"""',
+         "", "# ruff: noqa: E501", "", 'SHIPPED_SELECTOR = "learned"']  # fmt: skip
+    for k in ("DEPTH", "MIN_LEAF", "FIT", "TREE"):
+        L.append(f"{k} = {json.dumps(shipped[k])}")
+    return "\n".join(L) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=("label", "fit"))
+    ap.add_argument("--count", type=int, default=200)
+    ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--write", action="store_true", help="fit: write src/t3/ficco/learned_rules.py")
+    a = ap.parse_args()
+    if a.what == "label":
+        label(a.count, a.workers)
+    else:
+        from t3.ficco.learned import fit_report
+
+        text, shipped = fit_report(DATA)
+        print(text)
+        if a.write:
+            RULES.write_text(rules_module(shipped))
+            print(f"wrote {RULES}")
+
+
+if __name__ == "__main__":
+    main()

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -30,7 +29,7 @@ if TYPE_CHECKING:
 class _DefaultRun(TyperGroup):
     """``t3 sweep SPEC.toml ...`` runs ``t3 sweep run SPEC.toml ...``."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
         return super().parse_args(ctx, args)

@@ -37,7 +37,6 @@ def nmc_reduce_scatter(
     ex = ex or Executor()
     n, hw = b.n, b.hw
     c = nbytes / n
-    lat = hw.link.latency_s + ex.delay(b)
     ring = hw.topology.kind == "ring"
     offsets = [-1] * (n - 1) if ring else list(range(1, n))
     for g in b.gpus:
@@ -48,7 +47,7 @@ def nmc_reduce_scatter(
             first = j == 0 or not ring
             b.add(
                 g, f"{prefix}.{j}", kind="rs-step", cat=cat, work=work,
-                delay_s=lat + (hw.compute.kernel_launch_s if (launch and first) else 0.0),
+                delay_s=ex.step_delay(b, launch and first),
                 deps=deps, traffic={f"{cat}_read": c, f"{cat}_write": ch, "link": c}, prio=prio,
             )  # fmt: skip
     if ring:

@@ -59,6 +59,11 @@ class Executor:
     def delay(self, b: ScheduleBuilder) -> float:
         return b.hw.dma.command_overhead_s if self.kind == "dma" else 0.0
 
+    def step_delay(self, b: ScheduleBuilder, launch: bool) -> float:
+        """Fixed delay of one transfer step: link latency, DMA command overhead, and the kernel launch
+        when this step starts the collective's kernel."""
+        return b.hw.link.latency_s + self.delay(b) + (b.hw.compute.kernel_launch_s if launch else 0.0)
+
 
 def transfer_work(
     b: ScheduleBuilder, src: int, dst: int, nbytes: float, ex: Executor
@@ -83,8 +88,7 @@ def send_to_peers(
     prefix: str, cat: str, prio: int, launch: bool,
 ) -> None:  # fmt: skip
     """GPU g sends ``sizes(off)`` bytes to GPU g+off for every peer offset, all at once (direct paths)."""
-    hw = b.hw
-    lat = hw.link.latency_s + ex.delay(b) + (hw.compute.kernel_launch_s if launch else 0.0)
+    lat = ex.step_delay(b, launch)
     for off in range(1, b.n):
         nb = sizes(off)
         b.add(
@@ -104,9 +108,8 @@ def ring_reduce_scatter(
 ) -> dict[int, list[Ref]]:  # fmt: skip
     """Ring RS of an ``nbytes`` tensor (per GPU); GPU g sends to g-1. Returns the last step per GPU."""
     ex = ex or Executor()
-    n, hw = b.n, b.hw
+    n = b.n
     c = nbytes / n
-    lat = hw.link.latency_s + ex.delay(b)
     for g in b.gpus:
         r = g - 1
         for j in range(n - 1):
@@ -114,7 +117,7 @@ def ring_reduce_scatter(
             work += [(b.hbm(r), 3 * c)] + ex.reduce_work(b, r, 3 * c)
             b.add(
                 g, f"{prefix}.{j}", kind="rs-step", cat=cat, work=work,
-                delay_s=lat + (hw.compute.kernel_launch_s if (launch and j == 0) else 0.0),
+                delay_s=ex.step_delay(b, launch and j == 0),
                 deps=ring_step_deps(start, g, j, prefix),
                 traffic={f"{cat}_read": 3 * c, f"{cat}_write": 2 * c, "link": c}, prio=prio,
             )  # fmt: skip
@@ -127,14 +130,13 @@ def ring_all_gather(
 ) -> dict[int, list[Ref]]:  # fmt: skip
     """Ring AG producing an ``nbytes`` tensor on every GPU from its 1/N chunk."""
     ex = ex or Executor()
-    n, hw = b.n, b.hw
+    n = b.n
     c = nbytes / n
-    lat = hw.link.latency_s + ex.delay(b)
     for g in b.gpus:
         for j in range(n - 1):
             b.add(
                 g, f"{prefix}.{j}", kind="ag-step", cat=cat, work=transfer_work(b, g, g - 1, c, ex),
-                delay_s=lat + (hw.compute.kernel_launch_s if (launch and j == 0) else 0.0),
+                delay_s=ex.step_delay(b, launch and j == 0),
                 deps=ring_step_deps(start, g, j, prefix, both_ends=False),
                 traffic={f"{cat}_read": c, f"{cat}_write": c, "link": c}, prio=prio,
             )  # fmt: skip

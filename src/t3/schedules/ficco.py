@@ -305,7 +305,7 @@ class _Gen:
         b.side = "comm"
         work = transfer_work(b, g, dst, nbytes, ex) + list(extra)
         caps = [(b.dma(g), hw.dma.bandwidth_Bps)] if ex.kind == "dma" else []
-        delay = hw.link.latency_s + ex.delay(b) + (hw.compute.kernel_launch_s if ex.kind == "cu" else 0.0)
+        delay = ex.step_delay(b, ex.kind == "cu")
         b.add(
             g, key, kind="send", cat=cat, work=work, caps=caps, delay_s=delay, deps=deps,
             traffic={f"{cat}_read": nbytes, f"{cat}_write": nbytes, "link": nbytes},

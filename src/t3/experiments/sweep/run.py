@@ -35,7 +35,7 @@ from rich.text import Text
 
 from t3.errors import ConfigError, T3Error
 from t3.experiments.sweep.executors import IDENTITY, InProcess, check_executor, make_executor
-from t3.experiments.sweep.spec import Sweep, build_point, check_key, check_value, validate_points
+from t3.experiments.sweep.spec import Sweep, build_point, check_values, validate_points
 from t3.experiments.sweep.store import RECORD_COLUMN, Store, dedupe, rows_to_table
 
 
@@ -198,12 +198,7 @@ def as_sweep(points: Sequence[dict[str, Any]], name: str = "points") -> Sweep:
         opts = dict(p.get("options") or {})
         values.update({f"options.params.{k}": v for k, v in opts.pop("params", {}).items()})
         values.update({f"options.{k}": v for k, v in opts.items()})
-        for k, v in values.items():
-            try:
-                check_key(k)
-                check_value(k, v)
-            except ConfigError as err:
-                raise ConfigError(f"{name}: point {i}: {err}") from None
+        check_values(values, f"{name}: point {i}: ")
         pts.append(build_point(i, values))
     keys, inputs = validate_points(pts, name)
     return Sweep(name, [], pts, keys, inputs)

@@ -136,6 +136,16 @@ def check_key(key: str) -> None:
     )
 
 
+def check_values(values: dict[str, Any], prefix: str) -> None:
+    """:func:`check_key` and :func:`check_value` for every item; errors are prefixed with ``prefix``."""
+    for k, v in values.items():
+        try:
+            check_key(k)
+            check_value(k, v)
+        except ConfigError as err:
+            raise ConfigError(f"{prefix}{err}") from None
+
+
 def check_value(key: str, value: Any) -> None:
     if key in _TOP_TYPES:
         if not isinstance(value, _TOP_TYPES[key]) or isinstance(value, bool):
@@ -254,12 +264,7 @@ def spec_from_dict(data: dict[str, Any], origin: str = "<spec>", root: Path | No
         raise ConfigError(f"sweep spec '{origin}': {loc}: {msg}") from None
     try:
         base = _flatten(spec.base)
-        for k, v in base.items():
-            try:
-                check_key(k)
-                check_value(k, v)
-            except ConfigError as err:
-                raise ConfigError(f"base.{err}") from None
+        check_values(base, "base.")
         seen: set[str] = set()
         grid = _check_grid("grid", spec.grid, seen)
         zips = []

@@ -6,7 +6,8 @@
 ``label``: ``count`` random realistic operators (:func:`t3.ficco.trainset.training_operators`, seed 0)
 plus the 32 design operators, on both presets, each explored exhaustively (every legal schedule
 simulated, process pool); writes ``benchmarks/data/ficco_train.json.gz`` (operator, preset, every
-schedule's time in s). About 5 min on 2 cores.
+schedule's time and its contention-free time ``ideal``, in s; the latter feeds
+``benchmarks/ficco_selector_ceiling.py``). About 7 min on 2 cores.
 
 ``fit``: chooses the tree depth and leaf size by 5-fold cross-validation on that data (folds by
 operator, both presets together), fits the tree on all of it and prints the rules and the
@@ -35,7 +36,8 @@ def label_one(item: tuple[int, str, FiccoOperator]) -> dict:
     idx, hw, fop = item
     ex = explore(fop, load_hardware(hw)).to_json()
     return {"index": idx, "hardware": hw, "operator": asdict(fop),
-            "times": {s["name"]: s["time_s"] for s in ex["schedules"]}}  # fmt: skip
+            "times": {s["name"]: s["time_s"] for s in ex["schedules"]},
+            "ideal": {s["name"]: s["ideal_s"] for s in ex["schedules"]}}  # fmt: skip
 
 
 def label(count: int, workers: int | None) -> None:
@@ -59,7 +61,7 @@ RULES = Path(__file__).parents[1] / "src" / "t3" / "ficco" / "learned_rules.py"
 def rules_module(shipped: dict) -> str:
     L = ['"""The shipped learned FiCCO selector, written by `benchmarks/fit_ficco_selector.py fit --write`',
          "(depth and leaf size chosen by 5-fold cross-validation on the training data; docs/ficco.md).", '"""',
-         "", "# ruff: noqa: E501", "", 'SHIPPED_SELECTOR = "learned"']  # fmt: skip
+         "", "# ruff: noqa: E501", "", 'SHIPPED_SELECTOR = "pipeline"']  # fmt: skip
     for k in ("DEPTH", "MIN_LEAF", "FIT", "TREE"):
         L.append(f"{k} = {json.dumps(shipped[k])}")
     return "\n".join(L) + "\n"

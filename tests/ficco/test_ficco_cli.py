@@ -158,6 +158,15 @@ def test_reproduce_small_writes_report_and_computes_accuracy(tmp_path):
     assert ev["design"]["cases"] == 2
     for c in ev["cases"]:  # a pick is right iff within 2 % of the exhaustive best
         assert c["right"] == (c["pick_s"] <= c["best_s"] * 1.02)
+    # slowdown of the picks over the best: recomputed from the per-case times
+    for subset in ("design", "unseen", "all"):
+        sel = [c for c in ev["cases"] if subset == "all" or c["subset"] == subset]
+        ratios = [c["pick_s"] / c["best_s"] for c in sel]
+        geo = math.prod(ratios) ** (1 / len(ratios))
+        assert ev[subset]["slowdown_vs_best_geomean_pct"] == pytest.approx(100 * (geo - 1), abs=1e-9)
+        assert ev[subset]["slowdown_vs_best_max_pct"] == pytest.approx(100 * (max(ratios) - 1), abs=1e-9)
+        assert ev[subset]["within_5pct_pct"] == 100 * sum(r <= 1.05 for r in ratios) / len(ratios)
+        assert ev[subset]["within_5pct_pct"] >= ev[subset]["accuracy_pct"]
     for name in ("report.md", "ficco.json", "design_space_heatmaps.png", "loss_signatures.png"):
         assert (tmp_path / name).stat().st_size > 0
     assert "python3 -m t3 reproduce ficco" in (tmp_path / "report.md").read_text()

@@ -30,11 +30,12 @@ def ficco(
     res = reproduce(out, workers=workers, limit=limit)
     ev = res["evaluation"]
     c = Console()
-    for sel in ("estimate", "learned"):
+    for sel in ("estimate", "learned", "pipeline"):
         e = res[f"evaluation_{sel}"]
-        u, fr = e["unseen"], e["fresh"]
+        u, fr, f2 = e["unseen"], e["fresh"], e["fresh2"]
         c.print(f"{sel} selector: unseen {u['right']}/{u['cases']} right ({u['accuracy_pct']:.1f} %), "
                 f"fresh blind {fr['right']}/{fr['cases']} ({fr['accuracy_pct']:.1f} %), "
+                f"second fresh blind {f2['right']}/{f2['cases']} ({f2['accuracy_pct']:.1f} %), "
                 f"design {e['design']['accuracy_pct']:.1f} %")  # fmt: skip
     c.print(f"shipped selector: {res['shipped_selector']}")
     a = ev["all"]

@@ -354,4 +354,8 @@ def select_shipped(fop: FiccoOperator, hw: Hardware) -> tuple[str, dict[str, Any
     from t3.ficco.learned_rules import SHIPPED_SELECTOR
     from t3.ficco.select import select
 
+    if SHIPPED_SELECTOR == "pipeline":
+        from t3.ficco.pipeline import select_pipeline
+
+        return select_pipeline(fop, hw)
     return select_learned(fop, hw) if SHIPPED_SELECTOR == "learned" else select(fop, hw)

@@ -4,7 +4,7 @@
 
 # ruff: noqa: E501
 
-SHIPPED_SELECTOR = "learned"
+SHIPPED_SELECTOR = "pipeline"
 DEPTH = 5
 MIN_LEAF = 5
 FIT = {"cases": 464, "operators": 232, "cv_right": 341, "cv_accuracy_pct": 73.5, "fit_right": 373}

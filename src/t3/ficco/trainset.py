@@ -63,6 +63,18 @@ FRESH_OPERATORS: tuple[FiccoOperator, ...] = (
 )
 
 
+def _fresh2() -> tuple[FiccoOperator, ...]:
+    """Second fresh blind set (committed before any of its results existed, after the pipeline
+    selector was frozen): every (model, sublayer) pair of the eight zoo models at **3584 tokens**
+    (TP 8 + SP; a token count no design, unseen or fresh operator uses), Mixtral-8x7B-style experts at
+    1536 tokens per GPU and DeepSeek-V3-style at 384 (uniform), minus any operator of the training
+    set."""
+    ops = [op for m in ZOO for op in dense_operators(m, 3584)]
+    ops += [expert_operator(EXPERTS[0], 1536), expert_operator(EXPERTS[1], 384)]
+    train = {_key(f) for f in training_operators(200)}
+    return tuple(f for f in ops if _key(f) not in train)
+
+
 def _tokens(rng: random.Random) -> int:
     """Log-uniform in 512..32768, rounded to a multiple of 512 (pieces of N^2 = 64 rows divide)."""
     return max(512, round(2 ** rng.uniform(9, 15) / 512) * 512)
@@ -101,3 +113,6 @@ def training_operators(count: int, seed: int = 0, skewed_share: float = 0.05) ->
 
 def _key(f: FiccoOperator) -> tuple:
     return (f.op, f.m, f.n, f.k, f.gpus, f.dtype, f.skew)
+
+
+FRESH2_OPERATORS: tuple[FiccoOperator, ...] = _fresh2()

@@ -16,7 +16,11 @@ fits is fitted on the other folds only):
 5. (3) times a contention factor per class (operation, preset, pattern, executor, reduction; the
    geometric mean of ``T / T_ideal`` over the training folds);
 6. (3) times a linear contention model: ``log(T / T_ideal)`` least-squares on the learned
-   selector's static features and the schedule's axes.
+   selector's static features and the schedule's axes;
+7. the oracle;
+8. the shipped static pipeline selector (``t3.ficco.pipeline``: closed-form estimate of every
+   schedule with the GPU shared, times a contention factor per class, the factors re-fitted on the
+   training folds).
 
 A pick is right when its simulated time is within 2 % of the exhaustive best (the issue's
 criterion). The table also gives the share within 5 % and the picks' slowdown over the best
@@ -78,6 +82,7 @@ def main() -> None:
     hws = {h: load_hardware(h) for h in sorted({r["hardware"] for r in rows})}
     fvs = [feature_vector(_fop(r["operator"]), hws[r["hardware"]]) for r in rows]
     picks: dict[str, list[str | None]] = defaultdict(lambda: [None] * n_rows)
+    static = {"1": "yes", "2": "yes"}
 
     # 1. the estimate heuristic, thresholds re-fitted on the training folds
     erows = [{"index": r["index"], "times": r["times"],
@@ -140,9 +145,36 @@ def main() -> None:
             js = np.flatnonzero(lin_case == i)
             cost = {s: r["ideal"][s] * math.exp(pred[(i, int(j))]) for s, j in zip(names, js, strict=True)}
             picks["6 ... x linear contention model"][i] = min(names, key=cost.get)
+    # 8. the shipped static pipeline selector, its contention factors re-fitted on the training folds
+    from t3.ficco import pipeline as pl
+
+    shared = []
+    for r in rows:
+        fop, hw = _fop(r["operator"]), hws[r["hardware"]]
+        ok = pl._modelled(fop, hw)
+        shared.append({s: pl.shared_s(fop, hw, parse_name(s)) for s in sorted(r["times"])
+                       if ok and pl._in_vocabulary(parse_name(s))})  # fmt: skip
+    for f in range(folds):
+        logs: dict[str, list[float]] = defaultdict(list)
+        key = {}
+        for i, r in enumerate(rows):
+            for s in shared[i]:
+                key[(i, s)] = pl.factor_key(
+                    r["operator"]["op"], hws[r["hardware"]].topology.kind, parse_name(s)
+                )
+                if group[i] != f:
+                    logs[key[(i, s)]].append(math.log(r["times"][s] / shared[i][s]))
+        fac8 = {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
+        for i in np.flatnonzero(group == f):
+            c = {s: e * fac8.get(key[(i, s)], 1.0) for s, e in shared[i].items()}
+            picks["8 static pipeline model (shipped)"][i] = (
+                min(sorted(c), key=c.get)
+                if c
+                else learned.select_learned(_fop(rows[i]["operator"]), hws[rows[i]["hardware"]])[0]
+            )
+    static["8"] = "yes"
     picks["7 oracle (simulate every schedule)"] = [min(r["times"], key=r["times"].get) for r in rows]
 
-    static = {"1": "yes", "2": "yes"}
     print(f"{n_rows} labelled cases ({DATA.name}), {folds}-fold cross-validation by operator\n")
     print("| selector | static | right (within 2 %) | within 5 % | pick vs best: geomean / max slowdown |")
     print("|---|---|---|---|---|")

@@ -101,15 +101,7 @@ def _tree():
             "gt": {"family": "ficco-gN-N-dma-s2-rb", "cases": 4}}  # fmt: skip
 
 
-def test_select_is_static_deterministic_and_legal(monkeypatch):
-    import t3.ficco.losses
-    import t3.sim.engine
-
-    def boom(*a, **k):
-        raise AssertionError("selection must not simulate")
-
-    monkeypatch.setattr(t3.sim.engine.Engine, "run", boom)
-    monkeypatch.setattr(t3.ficco.losses, "explore", boom)
+def test_select_is_static_deterministic_and_legal(no_simulation):
     for hwn in ("mi300x-8", "h100-8"):
         hw = load_hardware(hwn)
         for f in OPERATORS:

@@ -16,3 +16,16 @@ def assert_same_outcome(fast, full):
     for k in fast.dram_bytes:
         assert fast.dram_bytes[k] == pytest.approx(full.dram_bytes[k], rel=1e-12)
     assert fast.link_bytes == pytest.approx(full.link_bytes)
+
+
+@pytest.fixture
+def no_simulation(monkeypatch):
+    """Makes any engine run or FiCCO exploration fail: selection must be static."""
+    import t3.ficco.losses
+    import t3.sim.engine
+
+    def boom(*a, **k):
+        raise AssertionError("selection must not simulate")
+
+    monkeypatch.setattr(t3.sim.engine.Engine, "run", boom)
+    monkeypatch.setattr(t3.ficco.losses, "explore", boom)

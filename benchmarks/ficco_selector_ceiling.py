@@ -148,25 +148,12 @@ def main() -> None:
     # 8. the shipped static pipeline selector, its contention factors re-fitted on the training folds
     from t3.ficco import pipeline as pl
 
-    shared = []
-    for r in rows:
-        fop, hw = _fop(r["operator"]), hws[r["hardware"]]
-        ok = pl._modelled(fop, hw)
-        shared.append({s: pl.shared_s(fop, hw, parse_name(s)) for s in sorted(r["times"])
-                       if ok and pl._in_vocabulary(parse_name(s))})  # fmt: skip
+    shared = pl.shared_estimates(rows)
     for f in range(folds):
-        logs: dict[str, list[float]] = defaultdict(list)
-        key = {}
-        for i, r in enumerate(rows):
-            for s in shared[i]:
-                key[(i, s)] = pl.factor_key(
-                    r["operator"]["op"], hws[r["hardware"]].topology.kind, parse_name(s)
-                )
-                if group[i] != f:
-                    logs[key[(i, s)]].append(math.log(r["times"][s] / shared[i][s]))
-        fac8 = {k: math.exp(sum(v) / len(v)) for k, v in logs.items()}
+        tr = [i for i in range(n_rows) if group[i] != f]
+        fac8 = pl.fit_factors([rows[i] for i in tr], [shared[i] for i in tr])
         for i in np.flatnonzero(group == f):
-            c = {s: e * fac8.get(key[(i, s)], 1.0) for s, e in shared[i].items()}
+            c = {s: e * fac8.get(key, 1.0) for s, (key, e) in shared[i].items()}
             picks["8 static pipeline model (shipped)"][i] = (
                 min(sorted(c), key=c.get)
                 if c

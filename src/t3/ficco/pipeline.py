@@ -3,9 +3,10 @@
 No simulation (no engine, no events): every duration is a closed form of the operator, the schedule's
 axes and the hardware preset, and the pieces are composed by a max-plus recurrence (a piece starts when
 its data has arrived and its stream is free; a transfer step starts when its data is ready and the
-previous step to the same peer is done). It estimates ``T_ideal`` of :mod:`t3.ficco.losses`: the
-schedule's own pieces, with communication on a private HBM and CU pool; the selector
-(:mod:`t3.ficco.select_pipeline`) multiplies it by a contention factor.
+previous step to the same peer is done). :func:`ideal_s` estimates ``T_ideal`` of
+:mod:`t3.ficco.losses` (the schedule's own pieces, communication on a private HBM and CU pool);
+:func:`shared_s` the time with the GPU shared; :func:`select_pipeline` ranks every schedule by
+``shared_s`` times a contention factor per class and runs the least.
 
 Durations:
 
@@ -13,14 +14,14 @@ Durations:
   waves) run as double-buffered waves -- load ``i+1`` under compute ``i``, a wave's compute no shorter
   than its output writes at the HBM rate -- plus one launch; a K piece after the first first reads
   the output back;
-- two streams: a piece overlaps its predecessor; the stream pair serves a piece in ``max(occupancy,
-  1/2)`` of its alone time (occupancy: the larger of its mean CU and HBM utilisation alone);
+- two streams: while a piece runs beside its predecessor both progress at a shared rate, from the
+  pair's time when started together (lockstep) or staggered (:func:`gemm_alone_s`);
 - a transfer step: fixed delay (link latency, DMA command overhead, kernel launch for a CU kernel)
   plus its bytes at the bottleneck rate of what the step's sends share: the links (a mesh: one per
   peer; a switch: the GPU's port), the HBM (each GPU reads what it sends and writes what it receives),
   the communication kernel's CUs at the per-CU copy rate, or the DMA engines (one engine per command);
-- reductions: incremental ones (3 bytes of HBM per received byte, on the communication CUs) chained per
-  sub-block as the partials land; batched ones (N reads + 1 write, all CUs) one kernel per step.
+- reductions: incremental ones (3 bytes of HBM per received byte, on the communication CUs) one at a
+  time in landing order; batched ones (N reads + 1 write, all CUs) one kernel per step.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
 from t3.ficco.space import Axes, FiccoOperator
-from t3.schedules.ficco import comm_cus, gemm_plan, moe_unit_rows, plan_pieces, shape_of
+from t3.schedules.ficco import _unit_bytes, comm_cus, gemm_plan, plan_pieces, shape_of
 from t3.workload.sublayers import GemmShape
 
 # Two GEMM pieces on two streams that did not start together interleave their HBM-bound and
@@ -115,20 +116,11 @@ def pieces(
     return out
 
 
-def _unit_bytes(fop: FiccoOperator, j: int, phase: str) -> float:
-    n, eb = fop.gpus, fop.eb
-    if fop.op == "ag-gemm":
-        return fop.m * fop.k * eb / (n * n)
-    if fop.op == "gemm-rs":
-        return fop.m * fop.n * eb / (n * n)
-    return moe_unit_rows(fop, 0, j) * fop.k * eb
-
-
 class _Comm:
     """Closed-form transfer steps of one executor on one topology (per GPU, symmetric)."""
 
-    def __init__(self, hw: Hardware, n: int, executor: str, cus: int | None):
-        self.hw, self.n, self.ex = hw, n, executor
+    def __init__(self, hw: Hardware, executor: str, cus: int | None):
+        self.hw, self.ex = hw, executor
         self.bw = hw.link.bandwidth_Bps
         self.hbm = hw.hbm.effective_Bps
         self.copy = (cus or hw.compute.cus) * hw.compute.cu_copy_Bps
@@ -222,7 +214,7 @@ def _overlapped_s(
     fop: FiccoOperator, hw: Hardware, ax: Axes, cus: int, k: int, bw: float | None = None
 ) -> float:
     n = fop.gpus
-    com = _Comm(hw, n, ax.executor, k)
+    com = _Comm(hw, ax.executor, k)
     ps = pieces(fop, hw, ax, cus, bw)
     ficco = ax.comm == "ficco"
     arrive: dict[tuple, float] = {}
@@ -230,11 +222,11 @@ def _overlapped_s(
         t = 0.0
         if ficco:
             for j in range(n):
-                t += com.step_s(_unit_bytes(fop, j, "in"), n - 1)
+                t += com.step_s(_unit_bytes(fop, 0, j, "in"), n - 1)
                 for o in range(1, n):
                     arrive[(o, j)] = t
         else:
-            shard = sum(_unit_bytes(fop, j, "in") for j in range(n))
+            shard = sum(_unit_bytes(fop, 0, j, "in") for j in range(n))
             for o in range(1, n):
                 t += com.step_s(shard, 1)
                 for j in range(n):
@@ -258,7 +250,7 @@ def _scatter_s(fop, hw, ax, com, done, k) -> float:
     t_shard = 0.0
     for jj in jsets:
         js = range(n) if jj == "a" else [jj]
-        nbytes = sum(_unit_bytes(fop, j, "out") for j in js)
+        nbytes = sum(_unit_bytes(fop, 0, j, "out") for j in js)
         for o in range(1, n):
             ready = max(done[(o, j)] for j in js)
             if ficco:
@@ -273,11 +265,10 @@ def _scatter_s(fop, hw, ax, com, done, k) -> float:
     red_end = 0.0
     copy_k = k * hw.compute.cu_copy_Bps
     copy_all = hw.compute.cus * hw.compute.cu_copy_Bps
-    inc: list[tuple[float, object, int]] = []
-    cb_of = sum(_unit_bytes(fop, j, "out") for j in (range(n) if not ficco else [0]))
+    inc: list[tuple[float, float]] = []  # incremental reductions: (ready, bytes of the block)
     for jj in jsets:
         js = range(n) if jj == "a" else [jj]
-        cb = sum(_unit_bytes(fop, j, "out") for j in js)
+        cb = sum(_unit_bytes(fop, 0, j, "out") for j in js)
         local = max(done[(0, j)] for j in js)
         if ax.reduce == "batched":
             start = max([local, red_end] + [land[(jj, o)] for o in range(1, n)])
@@ -286,15 +277,15 @@ def _scatter_s(fop, hw, ax, com, done, k) -> float:
             # the partials land in order; the owner's reductions share the communication CUs and
             # HBM: one server, in landing order, each after the previous partial of its sub-block
             for o in range(1, n):
-                inc.append((max(land[(jj, o)], local), jj, o))
+                inc.append((max(land[(jj, o)], local), cb))
     if inc:
         t = 0.0
-        for ready, _, _ in sorted(inc):
-            t = max(t, ready) + 3 * cb_of / min(hbm, copy_k)
+        for ready, cb in sorted(inc):
+            t = max(t, ready) + 3 * cb / min(hbm, copy_k)
         red_end = t
         # transfers and reductions share the communication HBM (and, for a CU kernel, its CUs):
         # from the first send on, all of their bytes go through them
-        sent = (n - 1) * sum(_unit_bytes(fop, j, "out") for j in range(n))
+        sent = (n - 1) * sum(_unit_bytes(fop, 0, j, "out") for j in range(n))
         first = (
             min(max(done[(o, j)] for o in range(n)) for j in range(n))
             if ficco
@@ -309,7 +300,7 @@ def _scatter_s(fop, hw, ax, com, done, k) -> float:
 
 def _bulk_s(fop: FiccoOperator, hw: Hardware, ax: Axes) -> float:
     n, c = fop.gpus, hw.compute
-    com = _Comm(hw, n, ax.executor, None)
+    com = _Comm(hw, ax.executor, None)
     if fop.op == "moe":
         rows = fop.expert_rows()[0]
         g = sum(gemm_alone_s(s, hw, c.cus)[0] for s in
@@ -342,7 +333,7 @@ def comm_hbm_bytes(fop: FiccoOperator, ax: Axes) -> float:
 def shared_s(fop: FiccoOperator, hw: Hardware, ax: Axes) -> float:
     """Static estimate of the schedule's time with the GPU shared: a CU kernel's CUs are taken from
     the GEMM, and the GEMM's HBM bandwidth is what the communication's HBM traffic leaves (its
-    average rate over the contention-free run); never below all HBM bytes at the HBM rate."""
+    average rate over the contention-free run, at most 70 % of the HBM)."""
     if ax.comm == "bulk":
         return ideal_s(fop, hw, ax)
     t0 = ideal_s(fop, hw, ax)
@@ -352,22 +343,14 @@ def shared_s(fop: FiccoOperator, hw: Hardware, ax: Axes) -> float:
     comm_b = comm_hbm_bytes(fop, ax)
     share = min(0.7, comm_b / (t0 * b))
     cus = c.cus - k if ax.executor == "cu" else c.cus
-    t1 = _overlapped_s(fop, hw, ax, cus, k, b * (1.0 - share))
-    return t1
-
-
-def cost_s(fop: FiccoOperator, hw: Hardware, ax: Axes, shared: bool = False) -> float:
-    try:
-        return shared_s(fop, hw, ax) if shared else ideal_s(fop, hw, ax)
-    except ScheduleError:
-        return math.inf
+    return _overlapped_s(fop, hw, ax, cus, k, b * (1.0 - share))
 
 
 # --- the pipeline selector --------------------------------------------------------------------
 
 # Contention factors: geometric mean of (simulated time / shared_s) over the training cases
-# (benchmarks/data/ficco_train.json.gz), per (operation, topology, pattern, executor); written by
-# `fit_factors` (test `test_pipeline_factors_refit` checks the shipped values against the data).
+# (benchmarks/data/ficco_train.json.gz), per (operation, topology, pattern, executor), as
+# `fit_factors(load_rows(DATA))` computes them (t3.ficco.learned; about 45 s).
 FACTORS: dict[str, float] = {
     "ag-gemm/mesh/bulk/-": 0.9733,
     "ag-gemm/mesh/ficco/cu": 0.9973,
@@ -406,25 +389,36 @@ def factor_key(op: str, topology: str, ax: Axes) -> str:
     return f"{op}/{topology}/{ax.comm}/{ax.executor if ax.comm != 'bulk' else '-'}"
 
 
-def fit_factors(rows: list[dict]) -> dict[str, float]:
-    """Per-class contention factors from labelled cases (dicts with operator, hardware, times)."""
+def shared_estimates(rows: list[dict]) -> list[dict[str, tuple[str, float]]]:
+    """For each labelled case (dict with operator, hardware, times): schedule name -> (factor key,
+    ``shared_s``) for the schedules of the vocabulary; empty where the model does not apply."""
     from t3.config.hardware import load_hardware
+    from t3.ficco.learned import _fop
     from t3.ficco.space import parse_name
 
-    logs: dict[str, list[float]] = {}
+    out = []
     hws: dict[str, Hardware] = {}
     for r in rows:
-        o = r["operator"]
-        fop = FiccoOperator(o["op"], o["m"], o["n"], o["k"], o["gpus"], o["dtype"], o["skew"], o["label"])
+        fop = _fop(r["operator"])
         hw = hws.setdefault(r["hardware"], load_hardware(r["hardware"]))
-        if not _modelled(fop, hw):
-            continue
-        for s in sorted(r["times"]):
-            ax = parse_name(s)
-            if not _in_vocabulary(ax):
-                continue
-            e = shared_s(fop, hw, ax)
-            logs.setdefault(factor_key(fop.op, hw.topology.kind, ax), []).append(math.log(r["times"][s] / e))
+        est = {}
+        if _modelled(fop, hw):
+            for s in sorted(r["times"]):
+                ax = parse_name(s)
+                if _in_vocabulary(ax):
+                    est[s] = (factor_key(fop.op, hw.topology.kind, ax), shared_s(fop, hw, ax))
+        out.append(est)
+    return out
+
+
+def fit_factors(rows: list[dict], estimates: list[dict] | None = None) -> dict[str, float]:
+    """Per-class contention factors from labelled cases (``estimates``: their
+    :func:`shared_estimates`, computed if not given)."""
+    estimates = shared_estimates(rows) if estimates is None else estimates
+    logs: dict[str, list[float]] = {}
+    for r, est in zip(rows, estimates, strict=True):
+        for s, (key, e) in est.items():
+            logs.setdefault(key, []).append(math.log(r["times"][s] / e))
     return {k: round(math.exp(sum(v) / len(v)), 4) for k, v in sorted(logs.items())}
 
 

@@ -18,9 +18,9 @@ fits is fitted on the other folds only):
 6. (3) times a linear contention model: ``log(T / T_ideal)`` least-squares on the learned
    selector's static features and the schedule's axes;
 7. the oracle;
-8. the shipped static pipeline selector (``t3.ficco.pipeline``: closed-form estimate of every
-   schedule with the GPU shared, times a contention factor per class, the factors re-fitted on the
-   training folds).
+8. the shipped static pipeline selector (``t3.ficco.pipeline``: static estimate of every
+   schedule with the GPU shared, times a contention factor per (operation, topology, schedule),
+   the factors re-fitted on the training folds).
 
 A pick is right when its simulated time is within 2 % of the exhaustive best (the issue's
 criterion). The table also gives the share within 5 % and the picks' slowdown over the best
@@ -153,7 +153,7 @@ def main() -> None:
         tr = [i for i in range(n_rows) if group[i] != f]
         fac8 = pl.fit_factors([rows[i] for i in tr], [shared[i] for i in tr])
         for i in np.flatnonzero(group == f):
-            c = {s: e * fac8.get(key, 1.0) for s, (key, e) in shared[i].items()}
+            c = {s: e * pl.factor(fac8, key) for s, (key, e) in shared[i].items()}
             picks["8 static pipeline model (shipped)"][i] = (
                 min(sorted(c), key=c.get)
                 if c

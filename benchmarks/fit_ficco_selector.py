@@ -2,6 +2,7 @@
 
     PYTHONPATH=src python3 benchmarks/fit_ficco_selector.py label [--count 200] [--workers 2]
     PYTHONPATH=src python3 benchmarks/fit_ficco_selector.py fit
+    PYTHONPATH=src python3 benchmarks/fit_ficco_selector.py factors [--write]
 
 ``label``: ``count`` random realistic operators (:func:`t3.ficco.trainset.training_operators`, seed 0)
 plus the 32 design operators, on both presets, each explored exhaustively (every legal schedule
@@ -12,6 +13,9 @@ schedule's time and its contention-free time ``ideal``, in s; the latter feeds
 ``fit``: chooses the tree depth and leaf size by 5-fold cross-validation on that data (folds by
 operator, both presets together), fits the tree on all of it and prints the rules and the
 cross-validated accuracies (%); ``--write`` writes them to ``src/t3/ficco/learned_rules.py``.
+
+``factors``: the pipeline selector's contention factors (:func:`t3.ficco.pipeline.fit_factors` on
+that data, about 1.5 min); ``--write`` writes them to ``src/t3/ficco/pipeline_factors.json``.
 """
 
 from __future__ import annotations
@@ -67,15 +71,33 @@ def rules_module(shipped: dict) -> str:
     return "\n".join(L) + "\n"
 
 
+def factors_json(fac: dict) -> str:
+    doc = {"source": "benchmarks/fit_ficco_selector.py factors --write (simulated / static estimate, "
+           "geometric mean over benchmarks/data/ficco_train.json.gz)", **fac}  # fmt: skip
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("label", "fit"))
+    ap.add_argument("what", choices=("label", "fit", "factors"))
     ap.add_argument("--count", type=int, default=200)
     ap.add_argument("--workers", type=int, default=None)
-    ap.add_argument("--write", action="store_true", help="fit: write src/t3/ficco/learned_rules.py")
+    ap.add_argument(
+        "--write", action="store_true", help="write the fitted rules or factors into src/t3/ficco"
+    )
     a = ap.parse_args()
     if a.what == "label":
         label(a.count, a.workers)
+    elif a.what == "factors":
+        from t3.ficco import pipeline
+        from t3.ficco.learned import load_rows
+
+        fac = pipeline.fit_factors(load_rows(DATA))
+        text = factors_json(fac)
+        print(f"{len(fac['schedule'])} schedule factors, {len(fac['class'])} class factors")
+        if a.write:
+            pipeline.FACTORS_FILE.write_text(text)
+            print(f"wrote {pipeline.FACTORS_FILE}")
     else:
         from t3.ficco.learned import fit_report
 

@@ -37,7 +37,7 @@ from t3.ficco.select import (
     within,
 )
 from t3.ficco.space import FiccoOperator
-from t3.ficco.trainset import FRESH2_OPERATORS, FRESH_OPERATORS
+from t3.ficco.trainset import FRESH2_OPERATORS, FRESH3_OPERATORS, FRESH_OPERATORS
 
 TOL = 0.02
 
@@ -55,7 +55,7 @@ def _geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-SUBSETS = ("design", "unseen", "fresh", "fresh2", "all")
+SUBSETS = ("design", "unseen", "fresh", "fresh2", "fresh3", "all")
 
 
 def all_cases(limit: int | None = None) -> list[Case]:
@@ -63,7 +63,11 @@ def all_cases(limit: int | None = None) -> list[Case]:
     ``limit`` operators of each)."""
     out = cases(limit)
     base = len(OPERATORS)
-    for subset, ops in (("fresh", FRESH_OPERATORS), ("fresh2", FRESH2_OPERATORS)):
+    for subset, ops in (
+        ("fresh", FRESH_OPERATORS),
+        ("fresh2", FRESH2_OPERATORS),
+        ("fresh3", FRESH3_OPERATORS),
+    ):
         out += [Case(base + i, f, hw, subset) for i, f in enumerate(ops[:limit]) for hw in HARDWARE]
         base += len(ops)
     return out
@@ -254,7 +258,8 @@ def report(res: dict, rows: list[dict], figs: list[str]) -> str:
     ev = res["evaluation"]
     L = ["# FiCCO reproduction", "", "Produced by `python3 -m t3 reproduce ficco`.", ""]
     L.append(f"Cases: {ev['all']['cases']} ({ev['design']['cases']} design, {ev['unseen']['cases']} unseen, "
-             f"{ev['fresh']['cases']} fresh blind, {ev['fresh2']['cases']} second fresh blind); "
+             f"{ev['fresh']['cases']} fresh blind, {ev['fresh2']['cases']} second fresh blind, "
+             f"{ev['fresh3']['cases']} third fresh blind); "
              f"a pick is right if within {res['tolerance_pct']:.0f}% of the exhaustive best.")  # fmt: skip
     L += ["", "## Heuristic", ""]
     L.append(f"Fitted thresholds (design cases): `{json.dumps(res['rules_fitted'])}`; "

@@ -1,33 +1,41 @@
-"""A static pipeline model of a FiCCO schedule: its contention-free time from closed forms.
+"""A static pipeline model of a FiCCO schedule: its time from the operator's sizes, no engine.
 
-No simulation (no engine, no events): every duration is a closed form of the operator, the schedule's
-axes and the hardware preset, and the pieces are composed by a max-plus recurrence (a piece starts when
-its data has arrived and its stream is free; a transfer step starts when its data is ready and the
-previous step to the same peer is done). :func:`ideal_s` estimates ``T_ideal`` of
-:mod:`t3.ficco.losses` (the schedule's own pieces, communication on a private HBM and CU pool);
-:func:`shared_s` the time with the GPU shared; :func:`select_pipeline` ranks every schedule by
-``shared_s`` times a contention factor per class and runs the least.
+The model never builds a schedule or runs :class:`t3.sim.engine.Engine`. It computes what a framework
+could measure once per kernel and then reuse -- how long a GEMM piece takes alone, and how two GEMM
+pieces on two streams share the GPU -- and composes those with closed-form transfer times by a
+max-plus recurrence (a piece starts when its data has arrived and its stream is free; a transfer
+step starts when its data is ready and the previous step to the same peer is done). How
+communication contends with the GEMMs is *estimated*, not simulated: the GEMM loses a CU kernel's
+CUs, the GEMM's HBM bandwidth is cut by the communication's average HBM rate, and a
+contention factor per (operation, topology, schedule), fitted on the training cases, scales the
+result. :func:`ideal_s` estimates ``T_ideal`` of :mod:`t3.ficco.losses` (the schedule's own pieces,
+communication on a private HBM and CU pool); :func:`shared_s` the time with the GPU shared;
+:func:`select_pipeline` ranks every schedule by ``shared_s`` times its factor and runs the least.
 
 Durations:
 
-- a GEMM piece alone on C CUs: its static plan (:func:`t3.schedules.ficco.gemm_plan`: tile choice,
-  waves) run as double-buffered waves -- load ``i+1`` under compute ``i``, a wave's compute no shorter
-  than its output writes at the HBM rate -- plus one launch; a K piece after the first first reads
-  the output back;
-- two streams: while a piece runs beside its predecessor both progress at a shared rate, from the
-  pair's time when started together (lockstep) or staggered (:func:`gemm_alone_s`);
-- a transfer step: fixed delay (link latency, DMA command overhead, kernel launch for a CU kernel)
-  plus its bytes at the bottleneck rate of what the step's sends share: the links (a mesh: one per
-  peer; a switch: the GPU's port), the HBM (each GPU reads what it sends and writes what it receives),
-  the communication kernel's CUs at the per-CU copy rate, or the DMA engines (one engine per command);
+- GEMM pieces: each GEMM's static plan (:func:`t3.schedules.ficco.gemm_plan`: tile choice, waves)
+  as the kernel runs it (:func:`t3.ops.gemm.add_gemm`): a launch, then per wave a load (its reads)
+  and a compute (its CU work and output writes), the load of wave ``i + 1`` under the compute of
+  wave ``i``; a K piece after the first first reads the output back. Concurrent loads and computes
+  (one GEMM's double buffering, or two GEMMs on two streams) share the HBM and the CUs by
+  demand-proportional progressive filling, the engine's rule (:func:`_share`). One stream: pieces
+  back to back, each its alone time. Two streams: piece ``i`` waits for piece ``i - 2``;
+- a transfer step: fixed delay (link latency, DMA command overhead, kernel launch for a CU kernel or
+  a bulk collective) plus its bytes at the bottleneck rate of what the step's sends share: the links
+  (a mesh: one per peer; a switch: the GPU's port), the HBM (each GPU reads what it sends and writes
+  what it receives), the communication kernel's CUs at the per-CU copy rate, or the DMA engines (a
+  schedule's command runs on one engine, a bulk collective's on all);
 - reductions: incremental ones (3 bytes of HBM per received byte, on the communication CUs) one at a
   time in landing order; batched ones (N reads + 1 write, all CUs) one kernel per step.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
@@ -35,97 +43,268 @@ from t3.ficco.space import Axes, FiccoOperator
 from t3.schedules.ficco import _unit_bytes, comm_cus, gemm_plan, plan_pieces, shape_of
 from t3.workload.sublayers import GemmShape
 
-# Two GEMM pieces on two streams that did not start together interleave their HBM-bound and
-# CU-bound phases imperfectly: the staggered pair time is taken this fraction of the way from the
-# perfect-interleaving bound to the lockstep time (calibrated by cross-validation on the training
-# cases, docs/ficco.md).
-STAGGER_LOSS = 0.25
+
+def gemm_alone_s(shape: GemmShape, hw: Hardware, cus: int, bw: float | None = None) -> float:
+    """Time (s) of a GEMM alone on ``cus`` CUs (launch included) from its static plan."""
+    return _alone_s(_job(shape, False, hw, cus, bw or hw.hbm.effective_Bps), _caps(hw, bw))
 
 
-def gemm_alone_s(
-    shape: GemmShape, hw: Hardware, cus: int, bw: float | None = None
-) -> tuple[float, float, float]:
-    """(alone, lockstep pair, staggered pair) times of a GEMM on ``cus`` CUs from its static plan,
-    launch included.
-
-    alone: its waves double-buffered (load ``i+1`` under compute ``i``; a wave's compute no shorter
-    than its output writes at the HBM rate). Two such GEMMs on two streams, both done:
-    *lockstep* (started together): wave by wave, both loads and writes go through the HBM at once and
-    both computes share the CUs; *staggered* (one starts while the other runs, so one's loads run
-    under the other's compute): neither is faster than alone, and together they need the HBM for both
-    GEMMs' bytes and the CUs for both GEMMs' tiles: ``max(alone, 2 x HBM time, 2 x CU time)``."""
-    key = (id(hw), shape, cus, bw)
-    hit = _ALONE.get(key)
-    if hit is not None and hit[0] is hw:
-        return hit[1]
-    res = _gemm_alone(shape, hw, cus, bw or hw.hbm.effective_Bps)
-    _ALONE[key] = (hw, res)
-    return res
+def _alone_s(job: _Job, caps: dict[str, float]) -> float:
+    """Time (s) of one GEMM job alone (memoised: a job's specs already hold its HBM share)."""
+    hit = _ALONE_T.get(id(job))
+    if hit is None or hit[0] is not job:
+        s = _Stream([((), (job,))], lambda u: 0.0)
+        _fluid([s], caps)
+        hit = _memo(_ALONE_T)[id(job)] = (job, s.ends[0])
+    return hit[1]
 
 
-_ALONE: dict[tuple, tuple[Hardware, tuple[float, float, float]]] = {}
+_ALONE_T: dict[int, tuple] = {}
 
 
-def _gemm_alone(shape: GemmShape, hw: Hardware, cus: int, bw: float) -> tuple[float, float, float]:
-    p = gemm_plan(shape, hw, cus=cus)
-    out = []
-    hbm_s = cu_s = 0.0
-    for x in (1.0, 2.0):
-        load_end: list[float] = []
-        comp_end: list[float] = []
-        for i, w in enumerate(p.waves):
-            start = (
-                hw.compute.kernel_launch_s
-                if i == 0
-                else max(load_end[-1], comp_end[i - 2] if i >= 2 else 0.0)
-            )
-            load_end.append(start + x * w.read_bytes / bw)
-            wb = sum(w.write_bytes.values())
-            cu = max(w.compute_s, x * w.compute_s * w.cus_used / cus)
-            comp_end.append(max(load_end[-1], comp_end[-1] if comp_end else 0.0) + max(cu, x * wb / bw))
-            if x == 1.0:
-                hbm_s += (w.read_bytes + wb) / bw
-                cu_s += w.compute_s * w.cus_used / cus
-        out.append(comp_end[-1])
-    t, lock = out
-    stag = max(t, 2 * hbm_s, 2 * cu_s)
-    return t, lock, stag + STAGGER_LOSS * (lock - stag)
+def _memo(cache: dict) -> dict:
+    """A memo table, emptied when it grows past 100 000 entries (a long sweep stays bounded)."""
+    if len(cache) > 100_000:
+        cache.clear()
+    return cache
 
 
 @dataclass(frozen=True)
-class Piece:
-    time_s: float  # alone
-    lock_s: float  # with an identical piece started together on the other stream (both end then)
-    stag_s: float  # with an identical piece on the other stream, started at staggered times
+class _Job:
+    """One GEMM of a piece: the output read back first (a K piece after the first accumulates),
+    the kernel launch, then its waves as (load, compute) op specs ``(maximum rate, {resource:
+    amount})`` (:func:`t3.ops.gemm.add_gemm`)."""
+
+    acc: tuple | None
+    launch_s: float
+    waves: tuple[tuple[tuple, tuple], ...]
 
 
-def pieces(
-    fop: FiccoOperator, hw: Hardware, ax: Axes, cus: int, bw: float | None = None
-) -> list[tuple[tuple, Piece]]:
-    """(units, times) of each compute piece on GPU 0 (symmetric operators); ``bw``: the HBM
+def _job(shape: GemmShape, acc: bool, hw: Hardware, cus: int, bw: float) -> _Job:
+    key = (id(hw), shape, acc, cus, bw)
+    hit = _JOBS.get(key)
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    waves = []
+    for w in gemm_plan(shape, hw, cus=cus).waves:
+        wb = sum(w.write_bytes.values())
+        cu = w.compute_s * w.cus_used
+        x = min(1.0 / w.compute_s, hw.compute.cus / cu, bw / wb if wb > 0 else math.inf)
+        waves.append((_spec(bw, {"hbm": w.read_bytes}), (x, _pos({"cu": cu, "hbm": wb}))))
+    ob = shape.out_bytes
+    job = _Job(_spec(bw, {"hbm": ob}) if acc else None, hw.compute.kernel_launch_s, tuple(waves))
+    _memo(_JOBS)[key] = (hw, job)
+    return job
+
+
+_JOBS: dict[tuple, tuple[Hardware, _Job]] = {}
+
+
+def _pos(dem: dict[str, float]) -> dict[str, float]:
+    return {r: a for r, a in dem.items() if a > 0}
+
+
+def _spec(bw: float, dem: dict[str, float]) -> tuple | None:
+    """An HBM-only op (None when it moves nothing: it finishes at once)."""
+    return (bw / dem["hbm"], dem) if dem["hbm"] > 0 else None
+
+
+def _caps(hw: Hardware, bw: float | None) -> dict[str, float]:
+    return {"hbm": bw or hw.hbm.effective_Bps, "cu": float(hw.compute.cus)}
+
+
+def _share(ops: list[tuple], caps: dict[str, float]) -> list[float]:
+    """Rates (fraction of the op per second) of concurrent ops ``(maximum rate, {resource:
+    amount})``: demand-proportional progressive filling, the sharing rule of
+    :class:`t3.sim.engine.Engine` (all ops grow in proportion to their maximum rates; those on a
+    resource that saturates stop growing)."""
+    rate = [0.0] * len(ops)
+    avail = dict(caps)
+    t = 0.0
+    unfrozen = list(range(len(ops)))
+    while unfrozen:
+        load: dict[str, float] = {}
+        for i in unfrozen:
+            x, dem = ops[i]
+            for r, a in dem.items():
+                load[r] = load.get(r, 0.0) + x * a
+        step = max(0.0, min([1.0 - t] + [avail[r] / ld for r, ld in load.items()]))
+        t += step
+        sat = set(caps) if t >= 1.0 - 1e-12 else set()
+        for r, ld in load.items():
+            avail[r] -= step * ld
+            if avail[r] <= 1e-12 * caps[r]:
+                sat.add(r)
+        nxt = []
+        for i in unfrozen:
+            if sat.intersection(ops[i][1]):
+                rate[i] = ops[i][0] * t
+            else:
+                nxt.append(i)
+        unfrozen = nxt
+    return rate
+
+
+class _Stream:
+    """The pieces of one compute stream, run in order: a piece starts when its units have arrived
+    and the stream's previous piece has ended; a GEMM's waves are double-buffered (the load of wave
+    ``i + 1`` starts when wave ``i`` is loaded and wave ``i - 1`` computed)."""
+
+    def __init__(self, items: list, ready):
+        self.items, self.ready = items, ready
+        self.p = 0  # piece
+        self.j = -1  # job of the piece (-1: waiting for its units)
+        self.stage = ""
+        self.until = 0.0
+        self.ends: list[float] = []
+        self.op = self.load = self.comp = None  # the accumulation read; a wave's load and compute
+
+    def step(self, now: float) -> bool:
+        """Take the transitions possible at ``now``; True if any."""
+        if self.p == len(self.items):
+            return False
+        units, jobs = self.items[self.p]
+        if self.j == -1:
+            t = max((self.ready(u) for u in units), default=0.0)
+            if t > now:
+                self.until = t
+                return False
+            self.j, self.stage = 0, "acc"
+            self.op = [jobs[0].acc, 1.0] if jobs[0].acc else None
+            return True
+        job = jobs[self.j]
+        if self.stage == "acc":
+            if self.op is not None:
+                return False
+            self.stage, self.until = "launch", now + job.launch_s
+            return True
+        if self.stage == "launch":
+            if now < self.until:
+                return False
+            self.stage, self.loaded, self.computed, self.load, self.comp = "waves", 0, 0, None, None
+        n = len(job.waves)
+        changed = False
+        if self.load is None and self.loaded < n and self.computed >= self.loaded - 1:
+            spec = job.waves[self.loaded][0]
+            if spec is None:
+                self.loaded += 1
+            else:
+                self.load = [spec, 1.0]
+            changed = True
+        if self.comp is None and self.computed < self.loaded:
+            self.comp = [job.waves[self.computed][1], 1.0]
+            changed = True
+        if self.computed == n:
+            self.j += 1
+            if self.j == len(jobs):
+                self.ends.append(now)
+                self.p, self.j = self.p + 1, -1
+            else:
+                nxt = jobs[self.j]
+                self.stage, self.op = "acc", ([nxt.acc, 1.0] if nxt.acc else None)
+            return True
+        return changed
+
+    def active(self) -> list[list]:
+        if self.p == len(self.items) or self.j == -1:
+            return []
+        if self.stage == "acc":
+            return [self.op] if self.op else []
+        if self.stage == "waves":
+            return [a for a in (self.load, self.comp) if a is not None]
+        return []
+
+    def finish(self, op: list) -> None:
+        if op is self.load:
+            self.load, self.loaded = None, self.loaded + 1
+        elif op is self.comp:
+            self.comp, self.computed = None, self.computed + 1
+        else:
+            self.op = None
+
+    def timer(self, now: float) -> float:
+        if self.p < len(self.items) and (self.j == -1 or self.stage == "launch") and self.until > now:
+            return self.until
+        return math.inf
+
+
+def _run_streams(items: list, ready, streams: int, caps: dict[str, float]) -> dict:
+    """End time (s) of every unit's piece: piece ``i`` runs on stream ``i mod streams`` (it waits
+    for its units and for piece ``i - streams``); concurrent ops share the HBM and the CUs by
+    :func:`_share`. On one stream nothing runs concurrently: a piece takes its GEMMs' alone times."""
+    if streams == 1:
+        ends, free = [], 0.0
+        for units, jobs in items:
+            free = max(max((ready(u) for u in units), default=0.0), free)
+            free += sum(_alone_s(j, caps) for j in jobs)
+            ends.append(free)
+        per_stream = [ends]
+    else:
+        ss = [_Stream(items[s::streams], ready) for s in range(streams)]
+        _fluid(ss, caps)
+        per_stream = [s.ends for s in ss]
+    done: dict = {}
+    for s in range(streams):
+        for (units, _), e in zip(items[s::streams], per_stream[s], strict=True):
+            for u in units:
+                done[u] = e
+    return done
+
+
+def _fluid(ss: list[_Stream], caps: dict[str, float]) -> None:
+    """Runs the streams to their ends: between two events every active op progresses at the rate
+    :func:`_share` gives it."""
+    now = 0.0
+    while True:
+        while any([s.step(now) for s in ss]):
+            pass
+        act = [(s, a) for s in ss for a in s.active()]
+        nxt = min(s.timer(now) for s in ss)
+        if not act:
+            if nxt == math.inf:
+                return
+            now = nxt
+            continue
+        rates = _share([a[0] for _, a in act], caps)
+        dt = min(nxt - now, min(a[1] / r for (_, a), r in zip(act, rates, strict=True)))
+        now += dt
+        for (s, a), r in zip(act, rates, strict=True):
+            a[1] -= dt * r
+            if a[1] <= 1e-9:
+                s.finish(a)
+
+
+def pieces(fop: FiccoOperator, hw: Hardware, ax: Axes, cus: int, bw: float | None = None) -> list:
+    """(units, GEMM jobs) of each compute piece on GPU 0 (symmetric operators); ``bw``: the HBM
     bandwidth the GEMM gets (default: all of it)."""
-    out = []
     bw = bw or hw.hbm.effective_Bps
-    for p in plan_pieces(fop, hw, ax):
-        t = [0.0, 0.0, 0.0]
-        for shape, acc in shape_of(fop, ax, p, 0):
-            acc_s = shape.out_bytes / bw if acc else 0.0
-            for i, v in enumerate(gemm_alone_s(shape, hw, cus, bw)):
-                t[i] += v + (acc_s if i == 0 else 2 * acc_s)
-        out.append((p.units, Piece(*t)))
-    return out
+    key = (fop, ax, id(hw))
+    hit = _SHAPES.get(key)
+    if hit is None or hit[0] is not hw:
+        shapes = [(p.units, shape_of(fop, ax, p, 0)) for p in plan_pieces(fop, hw, ax)]
+        hit = _memo(_SHAPES)[key] = (hw, shapes)
+    return [(u, tuple(_job(shape, acc, hw, cus, bw) for shape, acc in sh)) for u, sh in hit[1]]
+
+
+_SHAPES: dict[tuple, tuple] = {}
 
 
 class _Comm:
     """Closed-form transfer steps of one executor on one topology (per GPU, symmetric)."""
 
-    def __init__(self, hw: Hardware, executor: str, cus: int | None):
-        self.hw, self.ex = hw, executor
+    def __init__(self, hw: Hardware, executor: str, cus: int | None, collective: bool = False):
+        """``collective``: a bulk collective's steps (:mod:`t3.ops.collectives`: every step pays
+        the kernel launch and a DMA command may use every engine) rather than a schedule's own
+        sends (:func:`t3.schedules.ficco._Gen.send`: a DMA command runs on one engine)."""
+        self.hw, self.ex, self.collective = hw, executor, collective
         self.bw = hw.link.bandwidth_Bps
         self.hbm = hw.hbm.effective_Bps
         self.copy = (cus or hw.compute.cus) * hw.compute.cu_copy_Bps
-        self.delay = hw.link.latency_s + (
-            hw.dma.command_overhead_s if executor == "dma" else hw.compute.kernel_launch_s
+        dma = executor == "dma"
+        self.delay = (
+            hw.link.latency_s
+            + (hw.dma.command_overhead_s if dma else 0.0)
+            + (hw.compute.kernel_launch_s if collective or not dma else 0.0)
         )
 
     def step_s(self, nbytes: float, sends: int) -> float:
@@ -136,61 +315,9 @@ class _Comm:
         if self.ex == "cu":
             rate = min(rate, self.copy)
         else:
-            rate = min(rate, sends * hw.dma.bandwidth_Bps, hw.dma.engines * hw.dma.bandwidth_Bps)
+            engines = hw.dma.engines if self.collective else min(sends, hw.dma.engines)
+            rate = min(rate, engines * hw.dma.bandwidth_Bps)
         return self.delay + sends * nbytes / rate
-
-
-def _run_pieces(ps: list[tuple[tuple, Piece]], ready, streams: int) -> dict[tuple, float]:
-    """End time of every unit's piece. A piece starts when its units have arrived and piece
-    ``i - streams`` has ended. On one stream pieces run back to back. On two, while two pieces run
-    together each progresses at ``time_s / lock_s`` of its alone speed if they started together, at
-    ``time_s / stag_s`` if not (processor sharing), alone at full speed."""
-    ends: list[float] = []
-    if streams == 1:
-        free = 0.0
-        for units, pc in ps:
-            free = max(max((ready(u) for u in units), default=0.0), free) + pc.time_s
-            ends.append(free)
-    else:
-        now = 0.0
-        active: list[list] = []  # [piece index, remaining alone-seconds, Piece, start]
-        ends = [math.inf] * len(ps)
-
-        def advance(until: float, stop_at: int | None = None) -> None:
-            nonlocal now
-            while active:
-                if len(active) == 2:
-                    lock = active[0][3] == active[1][3]
-                    rate = [a[2].time_s / (a[2].lock_s if lock else a[2].stag_s) for a in active]
-                else:
-                    rate = [1.0]
-                dt, k = min((a[1] / r, j) for j, (a, r) in enumerate(zip(active, rate, strict=True)))
-                if now + dt > until:
-                    for a, r in zip(active, rate, strict=True):
-                        a[1] -= (until - now) * r
-                    now = until
-                    return
-                now += dt
-                for a, r in zip(active, rate, strict=True):
-                    a[1] -= dt * r
-                done = active.pop(k)
-                ends[done[0]] = now
-                if stop_at is not None and done[0] == stop_at:
-                    return
-            now = max(now, until)
-
-        for i, (units, pc) in enumerate(ps):
-            if i >= 2 and ends[i - 2] == math.inf:
-                advance(math.inf, stop_at=i - 2)
-            start = max(max((ready(u) for u in units), default=0.0), ends[i - 2] if i >= 2 else 0.0)
-            advance(start)
-            active.append([i, pc.time_s, pc, start])
-        advance(math.inf)
-    done: dict[tuple, float] = {}
-    for (units, _), e in zip(ps, ends, strict=True):
-        for u in units:
-            done[u] = e
-    return done
 
 
 def ideal_s(fop: FiccoOperator, hw: Hardware, ax: Axes) -> float:
@@ -231,7 +358,7 @@ def _overlapped_s(
                 t += com.step_s(shard, 1)
                 for j in range(n):
                     arrive[(o, j)] = t
-    done = _run_pieces(ps, lambda u: arrive.get(u, 0.0), ax.streams)
+    done = _run_streams(ps, lambda u: arrive.get(u, 0.0), ax.streams, _caps(hw, bw))
     end = max(done.values())
     if fop.op == "ag-gemm":
         return end
@@ -300,14 +427,14 @@ def _scatter_s(fop, hw, ax, com, done, k) -> float:
 
 def _bulk_s(fop: FiccoOperator, hw: Hardware, ax: Axes) -> float:
     n, c = fop.gpus, hw.compute
-    com = _Comm(hw, ax.executor, None)
+    com = _Comm(hw, ax.executor, None, collective=True)
     if fop.op == "moe":
         rows = fop.expert_rows()[0]
-        g = sum(gemm_alone_s(s, hw, c.cus)[0] for s in
+        g = sum(gemm_alone_s(s, hw, c.cus) for s in
                 (GemmShape(rows * n, 2 * fop.n, fop.k, fop.dtype), GemmShape(rows * n, fop.k, fop.n, fop.dtype)))  # fmt: skip
         a2a = com.step_s(rows * fop.k * fop.eb, n - 1)
         return a2a + g + a2a
-    g = gemm_alone_s(GemmShape(fop.m, fop.n, fop.k, fop.dtype), hw, c.cus)[0]
+    g = gemm_alone_s(GemmShape(fop.m, fop.n, fop.k, fop.dtype), hw, c.cus)
     if fop.op == "ag-gemm":
         return com.step_s(fop.m * fop.k * fop.eb / n, n - 1) + g
     cb = fop.m * fop.n * fop.eb / n
@@ -348,45 +475,37 @@ def shared_s(fop: FiccoOperator, hw: Hardware, ax: Axes) -> float:
 
 # --- the pipeline selector --------------------------------------------------------------------
 
-# Contention factors: geometric mean of (simulated time / shared_s) over the training cases
-# (benchmarks/data/ficco_train.json.gz), per (operation, topology, pattern, executor), as
-# `fit_factors(load_rows(DATA))` computes them (t3.ficco.learned; about 45 s).
-FACTORS: dict[str, float] = {
-    "ag-gemm/mesh/bulk/-": 0.9733,
-    "ag-gemm/mesh/ficco/cu": 0.9973,
-    "ag-gemm/mesh/ficco/dma": 1.0014,
-    "ag-gemm/mesh/shard/cu": 1.0191,
-    "ag-gemm/mesh/shard/dma": 1.0106,
-    "ag-gemm/switch/bulk/-": 1.0123,
-    "ag-gemm/switch/ficco/cu": 0.9993,
-    "ag-gemm/switch/ficco/dma": 1.0125,
-    "ag-gemm/switch/shard/cu": 0.9943,
-    "ag-gemm/switch/shard/dma": 1.0114,
-    "gemm-rs/mesh/bulk/-": 0.9714,
-    "gemm-rs/mesh/ficco/cu": 1.0052,
-    "gemm-rs/mesh/ficco/dma": 1.0097,
-    "gemm-rs/mesh/shard/cu": 1.0376,
-    "gemm-rs/mesh/shard/dma": 1.0166,
-    "gemm-rs/switch/bulk/-": 1.0278,
-    "gemm-rs/switch/ficco/cu": 0.9992,
-    "gemm-rs/switch/ficco/dma": 1.0159,
-    "gemm-rs/switch/shard/cu": 1.0053,
-    "gemm-rs/switch/shard/dma": 1.0186,
-    "moe/mesh/bulk/-": 0.9812,
-    "moe/mesh/ficco/cu": 0.9917,
-    "moe/mesh/ficco/dma": 1.0024,
-    "moe/mesh/shard/cu": 1.0444,
-    "moe/mesh/shard/dma": 1.0238,
-    "moe/switch/bulk/-": 1.0192,
-    "moe/switch/ficco/cu": 0.9959,
-    "moe/switch/ficco/dma": 1.0178,
-    "moe/switch/shard/cu": 0.9954,
-    "moe/switch/shard/dma": 1.0114,
-}
+# Contention factors (simulated time / ``shared_s``, geometric mean over the training cases of
+# benchmarks/data/ficco_train.json.gz): one per (operation, topology, schedule), and one per
+# (operation, topology, pattern, executor) for a schedule the training never ranked. Written by
+# `benchmarks/fit_ficco_selector.py factors --write` (= `fit_factors(load_rows(DATA))`).
+FACTORS_FILE = Path(__file__).with_name("pipeline_factors.json")
+
+
+def _load_factors() -> dict[str, dict[str, float]]:
+    data = json.loads(FACTORS_FILE.read_text())
+    return {"schedule": data["schedule"], "class": data["class"]}
+
+
+FACTORS = _load_factors()
 
 
 def factor_key(op: str, topology: str, ax: Axes) -> str:
-    return f"{op}/{topology}/{ax.comm}/{ax.executor if ax.comm != 'bulk' else '-'}"
+    return f"{op}/{topology}/{ax.name}"
+
+
+def _class_key(key: str) -> str:
+    from t3.ficco.space import parse_name
+
+    op, topo, name = key.split("/")
+    ax = parse_name(name)
+    return f"{op}/{topo}/{ax.comm}/{ax.executor if ax.comm != 'bulk' else '-'}"
+
+
+def factor(factors: dict[str, dict[str, float]], key: str) -> float:
+    """The schedule's contention factor, else its class's, else 1."""
+    f = factors["schedule"].get(key)
+    return f if f is not None else factors["class"].get(_class_key(key), 1.0)
 
 
 def shared_estimates(rows: list[dict]) -> list[dict[str, tuple[str, float]]]:
@@ -411,15 +530,20 @@ def shared_estimates(rows: list[dict]) -> list[dict[str, tuple[str, float]]]:
     return out
 
 
-def fit_factors(rows: list[dict], estimates: list[dict] | None = None) -> dict[str, float]:
-    """Per-class contention factors from labelled cases (``estimates``: their
-    :func:`shared_estimates`, computed if not given)."""
+def fit_factors(rows: list[dict], estimates: list[dict] | None = None) -> dict[str, dict[str, float]]:
+    """Contention factors from labelled cases (``estimates``: their :func:`shared_estimates`,
+    computed if not given): ``{"schedule": {key: factor}, "class": {class key: factor}}``."""
     estimates = shared_estimates(rows) if estimates is None else estimates
-    logs: dict[str, list[float]] = {}
+    logs: dict[str, dict[str, list[float]]] = {"schedule": {}, "class": {}}
     for r, est in zip(rows, estimates, strict=True):
         for s, (key, e) in est.items():
-            logs.setdefault(key, []).append(math.log(r["times"][s] / e))
-    return {k: round(math.exp(sum(v) / len(v)), 4) for k, v in sorted(logs.items())}
+            x = math.log(r["times"][s] / e)
+            logs["schedule"].setdefault(key, []).append(x)
+            logs["class"].setdefault(_class_key(key), []).append(x)
+    return {
+        level: {k: round(math.exp(sum(v) / len(v)), 4) for k, v in sorted(d.items())}
+        for level, d in logs.items()
+    }
 
 
 def _modelled(fop: FiccoOperator, hw: Hardware) -> bool:
@@ -439,7 +563,7 @@ def ranking(fop: FiccoOperator, hw: Hardware) -> list[tuple[str, float]]:
     out = []
     for ax in enumerate_space(fop, hw)[0]:
         if _in_vocabulary(ax):
-            f = FACTORS.get(factor_key(fop.op, hw.topology.kind, ax), 1.0)
+            f = factor(FACTORS, factor_key(fop.op, hw.topology.kind, ax))
             out.append((ax.name, shared_s(fop, hw, ax) * f))
     return sorted(out, key=lambda x: (x[1], x[0]))
 

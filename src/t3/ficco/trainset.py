@@ -116,3 +116,32 @@ def _key(f: FiccoOperator) -> tuple:
 
 
 FRESH2_OPERATORS: tuple[FiccoOperator, ...] = _fresh2()
+
+
+def _fresh3() -> tuple[FiccoOperator, ...]:
+    """Third fresh blind set (committed before any of its results existed, with the pipeline
+    selector's exact piece model and per-schedule contention factors frozen): every (model,
+    sublayer) pair of the eight zoo models at **2304 tokens** (TP 8 + SP; a token count no design,
+    unseen, fresh or fresh2 operator uses, and not a multiple of 512 as every training token count
+    is), Mixtral-8x7B-style experts at 3072 tokens per GPU and
+    DeepSeek-V3-style at 1280 (uniform), and FSDP gathers of the FC-1 and FC-2 weights of the five
+    FSDP models of the training rule at **3072 local tokens** (the training rule uses 2048, 4096,
+    8192), minus any operator of the training set."""
+    ops = [op for m in ZOO for op in dense_operators(m, 2304)]
+    ops += [expert_operator(EXPERTS[0], 3072), expert_operator(EXPERTS[1], 1280)]
+    for name, h, _qkv, fc1, ffn in ZOO[:3] + ZOO[5:7]:
+        for out_f, in_f in ((fc1, h), (h, ffn)):
+            ops.append(
+                _F(
+                    "ag-gemm",
+                    out_f,
+                    3072,
+                    in_f,
+                    label=f"{name} FSDP {out_f}x{in_f} weight gather (3072 tokens)",
+                )
+            )
+    train = {_key(f) for f in training_operators(200)}
+    return tuple(f for f in ops if _key(f) not in train)
+
+
+FRESH3_OPERATORS: tuple[FiccoOperator, ...] = _fresh3()

@@ -138,8 +138,10 @@ def plan_gemm(
             if cols is not None:
                 if b - a >= tn:
                     cols = None  # every column
-                else:
-                    cols.update((a + i) % tn for i in range(b - a))
+                else:  # tiles a .. b-1 of the chunk cover these columns (wrapping at most once)
+                    c0 = a % tn
+                    cols.update(range(c0, min(c0 + b - a, tn)))
+                    cols.update(range(0, c0 + b - a - tn))
         ucols = range(tn) if cols is None else sorted(cols)
         if b_fits:
             new = [j for j in ucols if not col_seen[j]]

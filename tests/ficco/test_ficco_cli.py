@@ -187,4 +187,6 @@ def test_reproduce_small_writes_report_and_computes_accuracy(tmp_path):
         assert ev[subset]["within_5pct_pct"] >= ev[subset]["accuracy_pct"]
     for name in ("report.md", "ficco.json", "design_space_heatmaps.png", "loss_signatures.png"):
         assert (tmp_path / name).stat().st_size > 0
-    assert "python3 -m t3 reproduce ficco" in (tmp_path / "report.md").read_text()
+    text = (tmp_path / "report.md").read_text()
+    assert "python3 -m t3 reproduce ficco" in text and "## Pipeline selector (shipped)" in text
+    assert "third fresh blind" in text

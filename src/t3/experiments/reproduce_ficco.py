@@ -277,8 +277,20 @@ def report(res: dict, rows: list[dict], figs: list[str]) -> str:
                  f"{e['speedup_vs_bulk_geomean']:.3f}x / {e['speedup_vs_bulk_max']:.3f}x | "
                  f"{e['speedup_vs_shard_geomean']:.3f}x / {e['speedup_vs_shard_max']:.3f}x | "
                  f"{e['best_vs_bulk_geomean']:.3f}x |")  # fmt: skip
+    from t3.ficco.pipeline import FACTORS, FACTORS_FILE
+
+    L += ["", f"## Pipeline selector ({'shipped' if res['shipped_selector'] == 'pipeline' else 'not shipped'})", "",
+          "Every legal schedule's time with the GPU shared, from the operator's sizes (GEMM pieces from "
+          "their plans under the engine's sharing rule, transfers from closed forms; no schedule is "
+          f"simulated), times its contention factor: {len(FACTORS['schedule'])} per-schedule and "
+          f"{len(FACTORS['class'])} per-class factors from `src/t3/ficco/{FACTORS_FILE.name}`, fitted on the "
+          "training cases by `PYTHONPATH=src python3 benchmarks/fit_ficco_selector.py factors --write`. "
+          "Ring topologies and skewed MoE routing: the learned tree below. Rules in words: `docs/ficco.md`."]  # fmt: skip
     lt = res["learned_training"]
-    L += ["", f"## Learned selector (shipped: `{res['shipped_selector']}`)", "",
+    role = (
+        "fallback for ring topologies and skewed MoE" if res["shipped_selector"] == "pipeline" else "shipped"
+    )
+    L += ["", f"## Learned selector ({role})", "",
           f"Decision tree, depth {lt['depth']}, at least {lt['min_leaf']} training cases per leaf, fitted "
           "offline by `PYTHONPATH=src python3 benchmarks/fit_ficco_selector.py fit`.", ""]  # fmt: skip
     if lt["data"]:

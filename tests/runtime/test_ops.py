@@ -141,6 +141,12 @@ def test_ficco_schedule_names_execute() -> None:
             assert r[f"rs:shard-g{2 * world}-N-cu"][1] == "ficco(split=n, pieces=2)"
             assert r["rs:bulk-g1-M-dma"][1] == "shard, no overlap"
             assert r[f"ag:shard-g{2 * world}-K-dma"][1] == "ficco(split=k, pieces=2)"
+            assert (
+                r[f"rs:ficco-g{world * world}-N-dma"][1]
+                == f"ficco all-peer(split=n, pieces={world}, groups={world * world})"
+            )
+            assert r["ag:ficco-g1-M-dma"][1] == f"ficco all-peer(split=m, pieces={world}, groups=1)"
+        assert (world == 2) == ("ag:ficco-g2-K-dma" in r)
 
 
 @pytest.mark.parametrize(
@@ -150,21 +156,47 @@ def test_ficco_schedule_names_execute() -> None:
         ("shard-g16-K-cu-ll", 8, ("ficco", "k", 2, True)),
         ("shard-g32-N-dma-rb", 8, ("ficco", "n", 4, True)),
         ("bulk-g1-M-cu", 4, ("shard", "m", 1, False)),
+        ("ficco-g64-M-dma", 8, ("ficco", "m", 8, True, True, 64)),
+        ("ficco-g8-K-cu-rb", 8, ("ficco", "k", 8, True, True, 8)),
+        ("ficco-g2-N-dma", 2, ("ficco", "n", 2, True, True, 2)),
     ],
 )
 def test_plan_from_schedule_name(name, world, expect) -> None:
     from t3.runtime import Plan
 
     p = Plan.from_schedule(name, world)
-    assert (p.granularity, p.split_dim, p.pieces, p.overlap) == expect
+    got = (p.granularity, p.split_dim, p.pieces, p.overlap)
+    assert got + ((p.all_peer, p.groups) if len(expect) > 4 else ()) == expect
+
+
+def test_all_peer_order_matches_the_simulator_units() -> None:
+    """The runtime's FiCCO order is the simulator's unit order (t3.schedules.ficco.unit_order) with
+    peer offset o as rank r + o; for GEMM -> RS the own chunk comes last (runtime convention)."""
+    from t3.ficco.space import FiccoOperator, parse_name
+    from t3.runtime import Plan
+    from t3.schedules.ficco import unit_order
+
+    W, r = 4, 1
+    for split in ("M", "K"):
+        plan = Plan.from_schedule(f"ficco-g{W}-{split}-dma", W)
+        sim = unit_order(FiccoOperator("ag-gemm", 64, 64, 64, gpus=W), parse_name(f"ficco-g{W}-{split}-dma"))
+        assert plan.all_peer_order(r, W, own_first=True) == [((r + o) % W, j) for o, j in sim]
+        last = unit_order(
+            FiccoOperator("ag-gemm", 64, 64, 64, gpus=W), parse_name(f"ficco-g{W}-{split}-dma-ll")
+        )
+        assert plan.all_peer_order(r, W, own_first=False) == [((r + o) % W, j) for o, j in last]
+    groups = Plan.from_schedule("ficco-g8-M-dma", W).groups_of(list(range(16)))  # type: ignore[arg-type]
+    assert groups == [[0, 1], [2, 3], [4, 5], [6, 7], [8, 9], [10, 11], [12, 13], [14, 15]]
 
 
 @pytest.mark.parametrize(
     "name,needle",
     [
-        ("ficco-g64-M-dma", "all-peer"),
+        ("ficco-g4-K-dma", "must hold one piece"),
+        ("ficco-g3-M-dma", "do not split into 3 compute groups"),
         ("shard-g8-M-dma-p1", "prefetch"),
         ("shard-g8-M-dma-s2", "two compute streams"),
+        ("ficco-g8-M-cu-s2", "'ficco-g8-M-cu' runs"),
         ("shard-g12-M-dma", "not a multiple of the world size"),
         ("shard-8-M", "does not match"),
     ],
@@ -174,3 +206,15 @@ def test_unsupported_schedule_names_are_value_errors(name, needle) -> None:
 
     with pytest.raises(ValueError, match=needle):
         Plan.from_schedule(name, 8)
+
+
+def test_all_peer_plans_need_direct_transfers_and_whole_pieces() -> None:
+    from t3.runtime import Plan, validate
+
+    with pytest.raises(ValueError, match="algo='direct'"):
+        validate.options("ring", (4, 4), "ficco-g4-M-dma", "auto", 1.0, 2)
+    with pytest.raises(ValueError, match="world size .2. pieces"):
+        validate.options("direct", (4, 4), Plan("ficco", "m", 3, all_peer=True), "auto", 1.0, 2)
+    with pytest.raises(ValueError, match="plan.all_peer"):
+        Plan("shard", all_peer=True)
+    assert validate.options("direct", (4, 4), "ficco-g4-M-dma", "auto", 1.0, 2)[1].all_peer

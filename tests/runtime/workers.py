@@ -239,14 +239,19 @@ def by_schedule_name(rank: int, world: int) -> dict[str, Any]:
     from t3.runtime import all_gather_matmul, matmul_reduce_scatter
 
     res: dict[str, Any] = {}
+    w2 = world * world
     names = {
-        "rs": [f"shard-g{world}-M-dma-ll", f"shard-g{2 * world}-N-cu", "bulk-g1-M-dma"],
-        "ag": [f"shard-g{world}-M-dma", f"shard-g{2 * world}-K-dma", f"shard-g{2 * world}-M-cu"],
-    }
+        "rs": [f"shard-g{world}-M-dma-ll", f"shard-g{2 * world}-N-cu", "bulk-g1-M-dma",
+               f"ficco-g{w2}-N-dma", f"ficco-g{world}-N-cu-s1-rb", "ficco-g1-N-dma"],
+        "ag": [f"shard-g{world}-M-dma", f"shard-g{2 * world}-K-dma", f"shard-g{2 * world}-M-cu",
+               f"ficco-g{w2}-M-dma", f"ficco-g{world}-M-cu", "ficco-g1-M-dma"]
+        + ([f"ficco-g{world}-K-dma"] if AG_SHAPE[1] % world == 0 else []),
+    }  # fmt: skip
     for op, fn in (("rs", matmul_reduce_scatter), ("ag", all_gather_matmul)):
         A, B = make_inputs(op, "int", rank)
         ref = oracle(op, A, B, world)
         for name in names[op]:
-            out, st = fn(A, B, plan=name, path="tiled", timeout=20.0, return_stats=True)
+            algo = "direct" if name.startswith("ficco") else "ring"
+            out, st = fn(A, B, plan=name, algo=algo, path="tiled", timeout=20.0, return_stats=True)
             res[f"{op}:{name}"] = (bool(torch.equal(out, ref)), st.plan)
     return res

@@ -5,7 +5,8 @@ rows) and computes ``C = all_gather(A) @ B``. Each shard is cut into ``pieces`` 
 split dimension (``"m"``: rows, ``"k"``: columns, whose partial products are accumulated). The
 communication thread forwards pieces (ring) or exchanges them (direct) and marks each arrival in
 the tracker; the GEMM loop computes the rows of a shard piece by piece as soon as they arrived,
-starting with the rank's own shard, which needs no communication.
+starting with the rank's own shard, which needs no communication. FiCCO's all-peer plan runs the
+GEMM piece-major instead (piece ``p`` of every shard, in compute groups; ``Plan.all_peer_order``).
 """
 
 from __future__ import annotations
@@ -69,15 +70,21 @@ class GatherGemm:
         return A[:, p * w : (p + 1) * w]
 
     # --- GEMM loop (main thread) ---------------------------------------------------------------
+    def order(self) -> list[tuple[int, int]]:
+        """(shard, piece) in the order they are multiplied (and, direct, awaited)."""
+        if self.plan.all_peer:
+            return self.plan.all_peer_order(self.rank, self.world, own_first=True)
+        return [(q, p) for q in shard_order(self.rank, self.world, self.algo) for p in range(self.P)]
+
     def produce(self) -> None:
-        order = shard_order(self.rank, self.world, self.algo)
+        order = self.order()
         if not self.plan.overlap:
-            for q in order:
-                for p in range(self.P):
-                    self._arrived(q, p)
-        for q in order:
-            for p in range(self.P):
+            for q, p in order:
                 self._arrived(q, p)
+        for group in self.plan.groups_of(order):
+            for q, p in group:
+                self._arrived(q, p)
+            for q, p in group:
                 a = self.shard[q][p]
                 if self.split == "m":
                     h = self.m // self.P
@@ -139,9 +146,10 @@ class GatherGemm:
         recvs = {
             q: [pe.irecv(self.shard[q][p], q, p, f"AG shard {q} piece {p}") for p in range(P)] for q in order
         }
+        # piece-major: step p sends piece p to every peer at once (FiCCO's pattern when all_peer)
         sends = [pe.isend(self.shard[r][p], q, p, f"AG shard {r} piece {p}") for p in range(P) for q in order]
-        for q in order:
-            for p in range(P):
+        for q, p in self.order():  # marked in the order the GEMM loop consumes them
+            if q != r:
                 pe.wait(recvs[q][p])
                 self.tracker.add(self._region(q, p))
         for s in sends:

@@ -10,7 +10,9 @@ the same region arrived and was added.
 Ring (rank r, W ranks, step s = 0..W-2): send region of chunk (r-1-s) mod W to r+1, receive the
 same chunk's partial of step s from r-1 and add it into the local region before forwarding; the
 partial received at the last step is chunk r. Direct: send each region to its owner; the owner
-adds its own region and every received one in ascending rank order.
+adds its own region and every received one in ascending rank order. FiCCO's all-peer plan produces
+piece-major (piece ``p`` of every chunk, own chunk last; ``Plan.all_peer_order``) and sends a compute
+group's regions once the whole group is computed.
 
 All-reduce = the reduce-scatter above into the rank's rows of the full output, then the owner's
 reduced pieces travel the ring (or go directly) to every other rank.
@@ -100,7 +102,10 @@ class GemmCollective:
             self.out = buffers.empty((layout.M, layout.N), A)
         else:
             self.out = buffers.empty(layout.chunk_shape, A)
-        self.order = [(c, p) for c in chunk_order(self.rank, self.world, algo) for p in range(self.P)]
+        if plan.all_peer:
+            self.order = plan.all_peer_order(self.rank, self.world, own_first=False)
+        else:
+            self.order = [(c, p) for c in chunk_order(self.rank, self.world, algo) for p in range(self.P)]
         self.tracker = TileTracker(
             [self.mm.count(layout.block(c, p)) for c in range(self.world) for p in range(self.P)]
         )
@@ -180,11 +185,12 @@ class GemmCollective:
         others = [q for q in range(W) if q != r]
         recvs = {q: [pe.irecv(rbuf[q, p], q, p, f"RS chunk {r} piece {p}") for p in range(P)] for q in others}
         sends: list[Pending] = []
-        for c, p in self.order:
-            if c == r:
-                continue
-            self._ready(c, p)
-            sends.append(pe.isend(self.ws[c, p], c, p, f"RS chunk {c} piece {p}"))
+        for group in self.plan.groups_of(self.order):  # a group's regions go once all are computed
+            for c, p in group:
+                self._ready(c, p)
+            for c, p in group:
+                if c != r:
+                    sends.append(pe.isend(self.ws[c, p], c, p, f"RS chunk {c} piece {p}"))
         for p in range(P):
             self._ready(r, p)
             acc = self._own_piece(p)  # holds this rank's partial already

@@ -10,6 +10,12 @@ A plan is two parameters, the vocabulary the FiCCO schedules are expressed in:
 
 ``overlap=False`` keeps the same regions, transfers and reductions but starts communication only
 after the whole GEMM finished: the sequential baseline with identical bytes.
+
+``all_peer=True`` is FiCCO's own pattern (``ficco-*`` schedules; direct transfers only): every shard
+is cut into as many pieces as there are ranks, step ``p`` sends piece ``p`` to every peer at once,
+and the GEMM runs piece-major (piece ``p`` of every shard before piece ``p + 1``) in ``groups``
+compute groups: a group starts once all of its regions are there (AG -> GEMM), and its regions are
+sent once all of them are computed (GEMM -> RS/AR). ``groups=0`` means one group per region.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ class Plan:
     split_dim: SplitDim = "m"
     pieces: int = 1
     overlap: bool = True
+    all_peer: bool = False
+    groups: int = 0
 
     def __post_init__(self) -> None:
         if self.granularity not in ("shard", "ficco"):
@@ -37,18 +45,27 @@ class Plan:
             raise ValueError(f"plan.pieces: must be an integer >= 1, got {self.pieces!r}")
         if self.granularity == "shard" and self.pieces != 1:
             raise ValueError(f"plan.pieces: granularity 'shard' means pieces=1, got {self.pieces}")
+        if self.all_peer and self.granularity != "ficco":
+            raise ValueError("plan.all_peer: FiCCO's all-peer pattern needs granularity 'ficco'")
+        if not isinstance(self.groups, int) or isinstance(self.groups, bool) or self.groups < 0:
+            raise ValueError(f"plan.groups: must be an integer >= 0, got {self.groups!r}")
 
     @classmethod
     def from_schedule(cls, name: str, world: int) -> Plan:
         """The plan that executes the FiCCO schedule ``name`` (``t3.ficco.space`` grammar) on ``world``
-        ranks: ``bulk-*`` is the non-overlapped baseline; ``shard-g<G>-<M|N|K>-*`` cuts the GEMM into G
-        pieces (G a multiple of the world size: G = world is the shard plan, G = world x P cuts every
-        shard into P pieces along the named dimension). The runtime's communication thread plays the
-        DMA engine's role and its piece order is fixed (own chunk last for GEMM -> RS/AR, own shard
-        first for AG -> GEMM), so the executor and ordering suffixes (``-cu``/``-dma``, ``-ll``) and the
-        batched-reduction suffix (``-rb``: the runtime always reduces a region as it arrives) select
-        the same execution. FiCCO's all-peer pattern (``ficco-*``), prefetch bounds (``-p<D>``) and two
-        compute streams (``-s2``) are not implemented: a ``ValueError`` says so."""
+        ranks:
+
+        - ``bulk-*``: the non-overlapped baseline;
+        - ``shard-g<G>-<M|N|K>-*``: G GEMM pieces, G a multiple of the world size (G = world is the
+          shard plan; G = world x P cuts every shard into P pieces along the named dimension);
+        - ``ficco-g<G>-<M|N|K>-*``: FiCCO's all-peer pattern (``all_peer=True``, world pieces per
+          shard, G compute groups; needs ``algo='direct'``).
+
+        The runtime's communication thread plays the DMA engine's role and its piece order is fixed
+        (own chunk last for GEMM -> RS/AR, own shard first for AG -> GEMM), so the executor and
+        ordering suffixes (``-cu``/``-dma``, ``-ll``) and the batched-reduction suffix (``-rb``: the
+        runtime always reduces a region as it arrives) select the same execution. Prefetch bounds
+        (``-p<D>``) and two compute streams (``-s2``) are not implemented: a ``ValueError`` says so."""
         from t3.errors import T3Error
         from t3.ficco.space import parse_name
 
@@ -56,23 +73,57 @@ class Plan:
             ax = parse_name(name)
         except T3Error as err:
             raise ValueError(f"plan: {err}") from None
-        if ax.comm == "ficco":
-            raise ValueError(
-                f"plan: '{name}': FiCCO's all-peer transfers ('ficco-*', every step sends a piece to every "
-                "peer at once) are not implemented in the runtime; use a 'shard-*' or 'bulk-*' schedule"
-            )
         if ax.prefetch or ax.streams != 1:
+            one = name.replace("-s2", "")
+            hint = f" (the one-stream schedule '{one}' runs)" if one != name and not ax.prefetch else ""
             raise ValueError(
-                f"plan: '{name}': prefetch bounds (-p) and two compute streams (-s2) are not implemented in the runtime"
+                f"plan: '{name}': prefetch bounds (-p) and two compute streams (-s2) are not implemented in "
+                f"the runtime{hint}"
             )
         if ax.comm == "bulk":
             return cls(overlap=False)
+        if ax.comm == "ficco":
+            if (world * world) % ax.g:
+                raise ValueError(
+                    f"plan: '{name}': {world * world} regions (world size {world} squared) do not split "
+                    f"into {ax.g} compute groups"
+                )
+            plan = cls("ficco", ax.split.lower(), world, all_peer=True, groups=ax.g)  # type: ignore[arg-type]
+            if ax.split != "M" and ax.g > 1:  # one piece = the whole GEMM: nothing to mix
+                for grp in plan.groups_of(plan.all_peer_order(0, world, own_first=True)):
+                    if len({p for _, p in grp}) != 1:
+                        raise ValueError(
+                            f"plan: '{name}': a {ax.split}-split compute group must hold one piece, but "
+                            f"{ax.g} groups of {world} ranks' pieces mix them (use a multiple of {world})"
+                        )
+            return plan
         if ax.g % world:
             raise ValueError(
                 f"plan: '{name}': {ax.g} GEMM pieces are not a multiple of the world size ({world})"
             )
         pieces = ax.g // world
         return cls() if pieces == 1 else cls("ficco", ax.split.lower(), pieces)  # type: ignore[arg-type]
+
+    def all_peer_order(self, rank: int, world: int, own_first: bool) -> list[tuple[int, int]]:
+        """FiCCO's order of the regions (shard or chunk q, piece p) on ``rank``: piece-major over the
+        peers ``rank + 1, rank + 2, ...``; the own shard's pieces first (``own_first``) or last, all
+        together for an M split (they need no transfer), beside each piece otherwise."""
+        others = [(rank + k) % world for k in range(1, world)]
+        P = self.pieces
+        if self.split_dim == "m":
+            own = [(rank, p) for p in range(P)]
+            rem = [(q, p) for p in range(P) for q in others]
+            return own + rem if own_first else rem + own
+        out: list[tuple[int, int]] = []
+        for p in range(P):
+            rem = [(q, p) for q in others]
+            out += [(rank, p), *rem] if own_first else [*rem, (rank, p)]
+        return out
+
+    def groups_of(self, order: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+        """``order`` cut into the plan's compute groups (one region each when ``groups`` is 0)."""
+        size = len(order) // self.groups if self.groups else 1
+        return [order[i : i + size] for i in range(0, len(order), size)]
 
     @property
     def n_pieces(self) -> int:
@@ -81,6 +132,8 @@ class Plan:
     def describe(self) -> str:
         if self.granularity == "shard":
             base = "shard"
+        elif self.all_peer:
+            base = f"ficco all-peer(split={self.split_dim}, pieces={self.pieces}, groups={self.groups or 'each'})"
         else:
             base = f"ficco(split={self.split_dim}, pieces={self.pieces})"
         return base if self.overlap else base + ", no overlap"

@@ -72,6 +72,19 @@ def options(
         raise ValueError(
             f"plan: expected a t3.runtime.Plan or a FiCCO schedule name, got {type(plan).__name__}"
         )
+    if plan.all_peer and algo != "direct":
+        raise ValueError(
+            f"algo: FiCCO's all-peer pattern sends every piece to every peer at once: use algo='direct', "
+            f"got {algo!r}"
+        )
+    if plan.all_peer and plan.pieces != world:
+        raise ValueError(
+            f"plan.pieces: the all-peer pattern cuts every shard into world size ({world}) pieces"
+        )
+    if plan.all_peer and plan.groups and (world * plan.pieces) % plan.groups:
+        raise ValueError(
+            f"plan.groups: {world * plan.pieces} regions do not split into {plan.groups} compute groups"
+        )
     if path not in PATHS:
         raise ValueError(f"path: expected one of {PATHS}, got {path!r}")
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:

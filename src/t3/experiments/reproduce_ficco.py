@@ -161,7 +161,13 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = []
+    names: list[str] = []
+
+    def save(fig, name: str) -> None:
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
+        names.append(name)
+
     # 1. design-space heatmaps: best speedup over bulk per (comm+executor, pieces), a few cases
     pick = [r for r in rows if r["index"] in (1, 7, 13, 22, 28)] or rows[:1]
     hws = sorted({r["hardware"] for r in pick})
@@ -192,10 +198,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
                     ax.text(x, y, f"{grid[y][x]:.2f}", ha="center", va="center", fontsize=6)
     fig.subplots_adjust(hspace=0.55)
     fig.colorbar(im, ax=axes.ravel().tolist(), label="best speedup over bulk (x) per cell")
-    p = out / "design_space_heatmaps.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    names.append(p.name)
+    save(fig, "design_space_heatmaps.png")
     # 2. loss signatures: decomposition vs contention (% of time) of every schedule, by comm kind
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for comm, col in (("shard", "tab:blue"), ("ficco", "tab:red")):
@@ -211,10 +214,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
     ax.set_xlim(-5, 150)
     ax.legend()
     ax.set_title("loss signatures of all simulated schedules")
-    p = out / "loss_signatures.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    names.append(p.name)
+    save(fig, "loss_signatures.png")
     # 3. characterisation curves
     fig, axs = plt.subplots(1, 2, figsize=(10, 4))
     for ax, (h, rs) in zip(axs, char.items(), strict=True):
@@ -229,10 +229,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
         ax.set_title(h)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    p = out / "decomposition_characterisation.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    names.append(p.name)
+    save(fig, "decomposition_characterisation.png")
     # 4. the shipped selector's pick against the exhaustive best, per case (speedup over bulk)
     fig, ax = plt.subplots(figsize=(5.6, 5))
     cs = ev["cases"]
@@ -252,10 +249,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
     ax.set_title("schedule selection per case", fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    p = out / "selection.png"
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
-    names.append(p.name)
+    save(fig, "selection.png")
     return names
 
 

@@ -148,3 +148,22 @@ def test_contention_free_estimate_matches_engine(op, name, rel, hwn):
     hw = load_hardware(hwn)
     eng = Engine().run(ficco_schedule(op, hw, parse_name(name), mode="ideal")).makespan
     assert ideal_s(op, hw, parse_name(name)) == pytest.approx(eng, rel=rel)
+
+
+@pytest.mark.parametrize(
+    "key", ["gemm-rs/mesh/ficco-g8-N-cu-rb", "ag-gemm/switch/shard-g8-M-dma-s2", "moe/mesh/ficco-g8-M-cu-s2"]
+)
+def test_shipped_factor_is_the_training_datas_geometric_mean(key):
+    """A shipped factor equals exp(mean log(simulated / shared_s)) over the training cases that
+    ranked that schedule (the rule fit_factors applies to the whole table)."""
+    from t3.ficco.learned import DATA, _fop, load_rows
+
+    op, topo, name = key.split("/")
+    hw = load_hardware({"mesh": "mi300x-8", "switch": "h100-8"}[topo])
+    logs = []
+    for r in load_rows(DATA):
+        fop = _fop(r["operator"])
+        if r["hardware"] == hw.name and fop.op == op and fop.symmetric and name in r["times"]:
+            logs.append(math.log(r["times"][name] / shared_s(fop, hw, parse_name(name))))
+    assert len(logs) >= 15
+    assert FACTORS["schedule"][key] == pytest.approx(math.exp(sum(logs) / len(logs)), abs=5e-5)

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("torch")
 
 from dist_harness import run_group, values  # noqa: E402
-from workers import CASES, by_schedule_name, correctness, fallbacks, invalid_arguments  # noqa: E402
+from workers import CASES, all_peer_world4, by_schedule_name, correctness, fallbacks, invalid_arguments  # noqa: E402
 
 WORLDS = (2, 3, 4)
 
@@ -147,6 +147,11 @@ def test_ficco_schedule_names_execute() -> None:
             )
             assert r["ag:ficco-g1-M-dma"][1] == f"ficco all-peer(split=m, pieces={world}, groups=1)"
         assert (world == 2) == ("ag:ficco-g2-K-dma" in r)
+
+
+def test_all_peer_schedules_are_bit_exact_at_world_size_4() -> None:
+    for r in values(run_group(all_peer_world4, 4)):
+        assert len(r) == 9 and all(r.values()), r
 
 
 @pytest.mark.parametrize(

@@ -255,3 +255,27 @@ def by_schedule_name(rank: int, world: int) -> dict[str, Any]:
             out, st = fn(A, B, plan=name, algo=algo, path="tiled", timeout=20.0, return_stats=True)
             res[f"{op}:{name}"] = (bool(torch.equal(out, ref)), st.plan)
     return res
+
+
+def all_peer_world4(rank: int, world: int) -> dict[str, Any]:
+    """FiCCO's all-peer schedules at world size 4 (shapes divisible into world^2 regions), all three
+    ops, integer inputs: bit-exact against torch.distributed (NaN-poisoned outputs)."""
+    from t3.runtime import all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter
+
+    g = torch.Generator().manual_seed(7 + rank)
+
+    def ints(*shape: int) -> torch.Tensor:
+        return torch.randint(-4, 5, shape, generator=g).to(torch.float32)
+
+    res: dict[str, Any] = {}
+    A, B = ints(32, 12), ints(12, 32)  # GEMM -> RS / AR: chunks of 8 rows, pieces of 2 rows or 8 columns
+    for name in (f"ficco-g{world * world}-M-dma", f"ficco-g{world}-N-cu", "ficco-g2-M-dma"):
+        out = matmul_reduce_scatter(A, B, plan=name, algo="direct", path="tiled", timeout=20.0)
+        res[f"rs:{name}"] = bool(torch.equal(out, oracle("rs", A, B, world)))
+        out = matmul_all_reduce(A, B, plan=name, algo="direct", path="tiled", timeout=20.0)
+        res[f"ar:{name}"] = bool(torch.equal(out, oracle("ar", A, B, world)))
+    A, B = ints(8, 16), ints(16, 12)  # AG -> GEMM: shards of 8 rows x K=16, pieces of 2 rows or 4 columns
+    for name in (f"ficco-g{world * world}-M-cu", f"ficco-g{world}-K-dma", "ficco-g8-M-dma"):
+        out = all_gather_matmul(A, B, plan=name, algo="direct", path="tiled", timeout=20.0)
+        res[f"ag:{name}"] = bool(torch.equal(out, oracle("ag", A, B, world)))
+    return res

@@ -14,7 +14,8 @@ fits is fitted on the other folds only):
    private HBM and CUs for communication) -- not static: it is a simulation per schedule;
 4. (3) times a constant penalty for schedules with a communication kernel on CUs (fitted);
 5. (3) times a contention factor per class (operation, preset, pattern, executor, reduction; the
-   geometric mean of ``T / T_ideal`` over the training folds);
+   geometric mean of ``T / T_ideal`` over the training folds); 5b: per schedule (operation, preset,
+   schedule name), the key the shipped selector uses;
 6. (3) times a linear contention model: ``log(T / T_ideal)`` least-squares on the learned
    selector's static features and the schedule's axes;
 7. the oracle;
@@ -119,6 +120,13 @@ def main() -> None:
             for s, t in rows[i]["times"].items():
                 cls[_class(rows[i], s)].append(math.log(t / rows[i]["ideal"][s]))
         fac = {k: math.exp(sum(v) / len(v)) for k, v in cls.items()}
+        per: dict[tuple, list[float]] = defaultdict(list)
+        for i in tr:
+            for s, t in rows[i]["times"].items():
+                per[(rows[i]["operator"]["op"], rows[i]["hardware"], s)].append(
+                    math.log(t / rows[i]["ideal"][s])
+                )
+        fac_s = {k: math.exp(sum(v) / len(v)) for k, v in per.items()}
         m = np.isin(lin_case, tr)
         A = lin_x[m]
         w = np.linalg.solve(A.T @ A + 1e-6 * np.eye(A.shape[1]), A.T @ lin_y[m])
@@ -140,6 +148,12 @@ def main() -> None:
             )
             picks["5 ... x class factor"][i] = argmin_pick(
                 r, lambda r, s, fac=fac: r["ideal"][s] * fac.get(_class(r, s), 1.0)
+            )
+            picks["5b ... x schedule factor"][i] = argmin_pick(
+                r,
+                lambda r, s, fac_s=fac_s: (
+                    r["ideal"][s] * fac_s.get((r["operator"]["op"], r["hardware"], s), 1.0)
+                ),
             )
             names = sorted(r["times"])
             js = np.flatnonzero(lin_case == i)

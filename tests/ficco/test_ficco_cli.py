@@ -40,6 +40,25 @@ def test_select_json_contract_matches_library():
     assert j == {"schedule": name, "features": f}
     p = _t3("ficco", "select", "--op", "gemm-rs", "--m", "8192", "--n", "4096", "--k", "1792")
     assert p.returncode == 0 and "bf16 on 8 GPUs" in p.stdout, p.stderr
+    p = _t3(
+        "ficco",
+        "select",
+        "--op",
+        "ag-gemm",
+        "--m",
+        "8192",
+        "--n",
+        "3584",
+        "--k",
+        "4096",
+        "--json",
+        "--runtime",
+    )
+    assert p.returncode == 0, p.stderr
+    name, _ = select_shipped(
+        FiccoOperator("ag-gemm", 8192, 3584, 4096), load_hardware("mi300x-8"), runnable=True
+    )
+    assert json.loads(p.stdout)["schedule"] == name and "-s2" not in name
 
 
 @pytest.mark.parametrize(
@@ -53,6 +72,7 @@ def test_select_json_contract_matches_library():
         (["ficco", "explore", "--gpus", "16", "--m", "8192"], "gpus: 16 GPUs exceed the mesh"),
         (["ficco", "select", "--gpus", "16", "--m", "8192"], "gpus: 16 GPUs exceed the mesh"),
         (["ficco", "explore", "--op", "moe", "--hw", "paper-80cu"], "op: moe"),
+        (["ficco", "select", "--op", "moe", "--runtime"], "runtime: t3.runtime has no MoE"),
     ],
 )
 def test_bad_input_one_line_error(args, needle):

@@ -71,14 +71,22 @@ def explore(
 def select(
     op: str = _OP, m: int = _M, n: int = _N, k: int = _K, gpus: int = _G, hw: str = _HW,
     dtype: str = _DT, skew: float = _SK, as_json: bool = _J,
+    runtime: bool = typer.Option(
+        False, "--runtime", help="only schedules t3.runtime executes (one compute stream, no prefetch bound)"
+    ),
 ) -> None:  # fmt: skip
     """The selector's schedule from static operator sizes alone (no simulation)."""
+    from t3.errors import ConfigError
     from t3.ficco.learned import select_shipped as pick
 
     fop = _operator(op, m, n, k, gpus, dtype, skew)
+    if runtime and fop.op == "moe":
+        raise ConfigError(
+            "runtime: t3.runtime has no MoE (all-to-all) op; --runtime takes ag-gemm or gemm-rs"
+        )
     h = load_hardware(hw)
     t0 = time.perf_counter()
-    name, feats = pick(fop, h)
+    name, feats = pick(fop, h, runtime)
     dt = time.perf_counter() - t0
     if as_json:
         print(json.dumps({"schedule": name, "features": feats}))

@@ -349,13 +349,27 @@ def learned_summary(path: Path = DATA, tol: float = 0.02) -> dict[str, Any]:
     return out
 
 
-def select_shipped(fop: FiccoOperator, hw: Hardware) -> tuple[str, dict[str, Any]]:
-    """The selector ``t3 ficco select`` uses (``learned_rules.SHIPPED_SELECTOR``)."""
+def select_shipped(fop: FiccoOperator, hw: Hardware, runnable: bool = False) -> tuple[str, dict[str, Any]]:
+    """The selector ``t3 ficco select`` uses (``learned_rules.SHIPPED_SELECTOR``); ``runnable``:
+    a schedule :mod:`t3.runtime` executes (``t3 ficco select --runtime``)."""
     from t3.ficco.learned_rules import SHIPPED_SELECTOR
     from t3.ficco.select import select
 
     if SHIPPED_SELECTOR == "pipeline":
         from t3.ficco.pipeline import select_pipeline
 
-        return select_pipeline(fop, hw)
-    return select_learned(fop, hw) if SHIPPED_SELECTOR == "learned" else select(fop, hw)
+        return select_pipeline(fop, hw, runnable)
+    name, f = select_learned(fop, hw) if SHIPPED_SELECTOR == "learned" else select(fop, hw)
+    return (runnable_variant(fop, hw, name) if runnable else name), f
+
+
+def runnable_variant(fop: FiccoOperator, hw: Hardware, name: str) -> str:
+    """``name`` with one compute stream and no prefetch bound (what :mod:`t3.runtime` executes), if
+    that is legal; else the bulk schedule."""
+    from dataclasses import replace
+
+    from t3.ficco.space import legality, parse_name
+
+    ax = parse_name(name)
+    one = replace(ax, streams=1, prefetch=0)
+    return one.name if legality(fop, hw, one) is None else "bulk-g1-M-cu"

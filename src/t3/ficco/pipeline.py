@@ -562,27 +562,30 @@ def _in_vocabulary(ax: Axes) -> bool:
     return ax.local_first and not ax.prefetch
 
 
-def ranking(fop: FiccoOperator, hw: Hardware) -> list[tuple[str, float]]:
-    """Every legal schedule of the vocabulary with its predicted time (s), best first."""
+def ranking(fop: FiccoOperator, hw: Hardware, runnable: bool = False) -> list[tuple[str, float]]:
+    """Every legal schedule of the vocabulary with its predicted time (s), best first;
+    ``runnable``: only those :mod:`t3.runtime` executes (one compute stream)."""
     from t3.ficco.space import enumerate_space
 
     out = []
     for ax in enumerate_space(fop, hw)[0]:
-        if _in_vocabulary(ax):
+        if _in_vocabulary(ax) and not (runnable and ax.streams != 1):
             f = factor(FACTORS, factor_key(fop.op, hw.topology.kind, ax))
             out.append((ax.name, shared_s(fop, hw, ax) * f))
     return sorted(out, key=lambda x: (x[1], x[0]))
 
 
-def select_pipeline(fop: FiccoOperator, hw: Hardware) -> tuple[str, dict]:
+def select_pipeline(fop: FiccoOperator, hw: Hardware, runnable: bool = False) -> tuple[str, dict]:
     """(schedule, features): the schedule with the least predicted time. Ring topologies and skewed
-    MoE routing are not modelled: the learned tree answers there."""
-    from t3.ficco.learned import select_learned
+    MoE routing are not modelled: the learned tree answers there. ``runnable``: only schedules
+    :mod:`t3.runtime` executes (one compute stream, no prefetch bound)."""
+    from t3.ficco.learned import runnable_variant, select_learned
     from t3.ficco.space import check_fits
 
     check_fits(fop, hw)
     if not _modelled(fop, hw):
         name, f = select_learned(fop, hw)
+        name = runnable_variant(fop, hw, name) if runnable else name
         return name, {**f, "selector": "learned (ring or skewed MoE: not in the pipeline model)"}
-    rank = ranking(fop, hw)
+    rank = ranking(fop, hw, runnable)
     return rank[0][0], {"selector": "pipeline", "predicted_s": dict(rank[:10])}

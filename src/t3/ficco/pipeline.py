@@ -251,13 +251,18 @@ def _run_streams(items: list, ready, streams: int, caps: dict[str, float]) -> di
     return done
 
 
+_RATES: dict[tuple, tuple] = {}  # the same concurrent ops recur: their shares, memoised
+
+
 def _fluid(ss: list[_Stream], caps: dict[str, float]) -> None:
     """Runs the streams to their ends: between two events every active op progresses at the rate
     :func:`_share` gives it."""
     now = 0.0
+    ckey = tuple(sorted(caps.items()))
     while True:
-        while any([s.step(now) for s in ss]):
-            pass
+        for s in ss:  # a stream's transitions depend on its own state and the time only
+            while s.step(now):
+                pass
         act = [(s, a) for s in ss for a in s.active()]
         nxt = min(s.timer(now) for s in ss)
         if not act:
@@ -265,7 +270,12 @@ def _fluid(ss: list[_Stream], caps: dict[str, float]) -> None:
                 return
             now = nxt
             continue
-        rates = _share([a[0] for _, a in act], caps)
+        specs = [a[0] for _, a in act]
+        key = (ckey, *map(id, specs))
+        hit = _RATES.get(key)
+        if hit is None or any(x is not y for x, y in zip(hit[0], specs, strict=True)):
+            hit = _memo(_RATES)[key] = (specs, _share(specs, caps))
+        rates = hit[1]
         dt = min(nxt - now, min(a[1] / r for (_, a), r in zip(act, rates, strict=True)))
         now += dt
         for (s, a), r in zip(act, rates, strict=True):

@@ -20,6 +20,8 @@ SCENARIOS = [
     ("rs-direct-hang", 2, Case("rs", "direct", "ficco", "n", "int"), 1, "hang", "tiled"),
     ("ag-direct-hang", 3, Case("ag", "direct", "shard", "m", "int"), 2, "hang", "tiled"),
     ("rs-reference-hang", 2, Case("rs", "ring", "shard", "m", "int"), 0, "hang", "reference"),
+    ("ag-all-peer-exit", 3, Case("ag", "direct", "all-peer", "m", "int"), 1, "exit", "tiled"),
+    ("rs-all-peer-hang", 2, Case("rs", "direct", "all-peer", "n", "int"), 1, "hang", "tiled"),
 ]
 
 

@@ -23,7 +23,7 @@ ODD_TILE = (5, 7)  # does not divide anything: edge tiles are clipped
 class Case:
     op: str  # "rs", "ar", "ag"
     algo: str
-    granularity: str
+    granularity: str  # "shard", "ficco" (2 pieces per shard) or "all-peer" (FiCCO's pattern)
     split: str
     data: str  # "int" (bit-exact) or "float" (tolerance) or "f64"
     scatter_dim: int = 0
@@ -32,7 +32,7 @@ class Case:
     @property
     def id(self) -> str:
         sd = f"-sd{self.scatter_dim}" if self.op == "rs" else ""
-        g = "shard" if self.granularity == "shard" else f"ficco-{self.split}"
+        g = "shard" if self.granularity == "shard" else f"{self.granularity}-{self.split}"
         return f"{self.op}{sd}-{self.algo}-{g}-{self.data}-t{self.tile[0]}x{self.tile[1]}"
 
 
@@ -96,7 +96,10 @@ def oracle(op: str, A: torch.Tensor, B: torch.Tensor, world: int, scatter_dim: i
 def call(case: Case, A: torch.Tensor, B: torch.Tensor, **kw: Any) -> Any:
     from t3.runtime import Plan, all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter
 
-    plan = Plan() if case.granularity == "shard" else Plan("ficco", case.split, 2)  # type: ignore[arg-type]
+    if case.granularity == "all-peer":
+        plan = Plan("ficco", case.split, dist.get_world_size(), all_peer=True)  # type: ignore[arg-type]
+    else:
+        plan = Plan() if case.granularity == "shard" else Plan("ficco", case.split, 2)  # type: ignore[arg-type]
     kw = {"algo": case.algo, "tile": case.tile, "plan": plan, "timeout": 20.0, **kw}
     if case.op == "rs":
         return matmul_reduce_scatter(A, B, scatter_dim=case.scatter_dim, **kw)

@@ -115,18 +115,15 @@ def main() -> None:
                 for i in tr
             ),
         )
+        # log(T / T_ideal) of the training folds, by class (level 5) and by schedule (level 5b)
         cls: dict[tuple, list[float]] = defaultdict(list)
-        for i in tr:
-            for s, t in rows[i]["times"].items():
-                cls[_class(rows[i], s)].append(math.log(t / rows[i]["ideal"][s]))
-        fac = {k: math.exp(sum(v) / len(v)) for k, v in cls.items()}
         per: dict[tuple, list[float]] = defaultdict(list)
         for i in tr:
             for s, t in rows[i]["times"].items():
-                per[(rows[i]["operator"]["op"], rows[i]["hardware"], s)].append(
-                    math.log(t / rows[i]["ideal"][s])
-                )
-        fac_s = {k: math.exp(sum(v) / len(v)) for k, v in per.items()}
+                x = math.log(t / rows[i]["ideal"][s])
+                cls[_class(rows[i], s)].append(x)
+                per[(rows[i]["operator"]["op"], rows[i]["hardware"], s)].append(x)
+        fac, fac_s = ({k: math.exp(sum(v) / len(v)) for k, v in d.items()} for d in (cls, per))
         m = np.isin(lin_case, tr)
         A = lin_x[m]
         w = np.linalg.solve(A.T @ A + 1e-6 * np.eye(A.shape[1]), A.T @ lin_y[m])

@@ -72,9 +72,8 @@ class GatherGemm:
     # --- GEMM loop (main thread) ---------------------------------------------------------------
     def order(self) -> list[tuple[int, int]]:
         """(shard, piece) in the order they are multiplied (and, direct, awaited)."""
-        if self.plan.all_peer:
-            return self.plan.all_peer_order(self.rank, self.world, own_first=True)
-        return [(q, p) for q in shard_order(self.rank, self.world, self.algo) for p in range(self.P)]
+        owners = shard_order(self.rank, self.world, self.algo)
+        return self.plan.region_order(self.rank, self.world, owners, own_first=True)
 
     def produce(self) -> None:
         order = self.order()

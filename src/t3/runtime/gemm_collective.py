@@ -102,10 +102,8 @@ class GemmCollective:
             self.out = buffers.empty((layout.M, layout.N), A)
         else:
             self.out = buffers.empty(layout.chunk_shape, A)
-        if plan.all_peer:
-            self.order = plan.all_peer_order(self.rank, self.world, own_first=False)
-        else:
-            self.order = [(c, p) for c in chunk_order(self.rank, self.world, algo) for p in range(self.P)]
+        owners = chunk_order(self.rank, self.world, algo)
+        self.order = plan.region_order(self.rank, self.world, owners, own_first=False)
         self.tracker = TileTracker(
             [self.mm.count(layout.block(c, p)) for c in range(self.world) for p in range(self.P)]
         )

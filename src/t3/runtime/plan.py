@@ -104,6 +104,15 @@ class Plan:
         pieces = ax.g // world
         return cls() if pieces == 1 else cls("ficco", ax.split.lower(), pieces)  # type: ignore[arg-type]
 
+    def region_order(
+        self, rank: int, world: int, owners: list[int], own_first: bool
+    ) -> list[tuple[int, int]]:
+        """The order a rank processes its regions (shard or chunk q, piece p): FiCCO's all-peer
+        order, or else shard-major over ``owners`` (the algorithm's order of shards / chunks)."""
+        if self.all_peer:
+            return self.all_peer_order(rank, world, own_first)
+        return [(q, p) for q in owners for p in range(self.n_pieces)]
+
     def all_peer_order(self, rank: int, world: int, own_first: bool) -> list[tuple[int, int]]:
         """FiCCO's order of the regions (shard or chunk q, piece p) on ``rank``: piece-major over the
         peers ``rank + 1, rank + 2, ...``; the own shard's pieces first (``own_first``) or last, all

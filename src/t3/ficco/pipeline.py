@@ -1,10 +1,11 @@
 """A static pipeline model of a FiCCO schedule: its time from the operator's sizes, no engine.
 
-The model never builds a schedule or runs :class:`t3.sim.engine.Engine`. It computes what a framework
-could measure once per kernel and then reuse -- how long a GEMM piece takes alone, and how two GEMM
-pieces on two streams share the GPU -- and composes those with closed-form transfer times by a
-max-plus recurrence (a piece starts when its data has arrived and its stream is free; a transfer
-step starts when its data is ready and the previous step to the same peer is done). How
+The model never builds a schedule or runs :class:`t3.sim.engine.Engine`. It runs the GEMM pieces'
+waves under the engine's sharing rule (so a piece alone, or two pieces on two streams, take exactly
+what the engine says; on hardware, what profiling the piece kernels alone and in pairs gives) and
+composes those with closed-form transfer times by a max-plus recurrence (a piece starts when its
+data has arrived and its stream is free; a transfer step starts when its data is ready and the
+previous step to the same peer is done). How
 communication contends with the GEMMs is *estimated*, not simulated: the GEMM loses a CU kernel's
 CUs, the GEMM's HBM bandwidth is cut by the communication's average HBM rate, and a
 contention factor per (operation, topology, schedule), fitted on the training cases, scales the
@@ -39,7 +40,7 @@ from pathlib import Path
 
 from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
-from t3.ficco.space import Axes, FiccoOperator
+from t3.ficco.space import Axes, FiccoOperator, check_fits, enumerate_space, parse_name
 from t3.schedules.ficco import _unit_bytes, comm_cus, gemm_plan, plan_pieces, shape_of
 from t3.workload.sublayers import GemmShape
 
@@ -511,8 +512,6 @@ def factor_key(op: str, topology: str, ax: Axes) -> str:
 
 
 def _class_key(key: str) -> str:
-    from t3.ficco.space import parse_name
-
     op, topo, name = key.split("/")
     ax = parse_name(name)
     return f"{op}/{topo}/{ax.comm}/{ax.executor if ax.comm != 'bulk' else '-'}"
@@ -529,7 +528,6 @@ def shared_estimates(rows: list[dict]) -> list[dict[str, tuple[str, float]]]:
     ``shared_s``) for the schedules of the vocabulary; empty where the model does not apply."""
     from t3.config.hardware import load_hardware
     from t3.ficco.learned import _fop
-    from t3.ficco.space import parse_name
 
     out = []
     hws: dict[str, Hardware] = {}
@@ -575,8 +573,6 @@ def _in_vocabulary(ax: Axes) -> bool:
 def ranking(fop: FiccoOperator, hw: Hardware, runnable: bool = False) -> list[tuple[str, float]]:
     """Every legal schedule of the vocabulary with its predicted time (s), best first;
     ``runnable``: only those :mod:`t3.runtime` executes (one compute stream)."""
-    from t3.ficco.space import enumerate_space
-
     out = []
     for ax in enumerate_space(fop, hw)[0]:
         if _in_vocabulary(ax) and not (runnable and ax.streams != 1):
@@ -590,7 +586,6 @@ def select_pipeline(fop: FiccoOperator, hw: Hardware, runnable: bool = False) ->
     MoE routing are not modelled: the learned tree answers there. ``runnable``: only schedules
     :mod:`t3.runtime` executes (one compute stream, no prefetch bound)."""
     from t3.ficco.learned import runnable_variant, select_learned
-    from t3.ficco.space import check_fits
 
     check_fits(fop, hw)
     if not _modelled(fop, hw):

@@ -37,11 +37,14 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
 from t3.ficco.space import Axes, FiccoOperator, check_fits, enumerate_space, parse_name
 from t3.schedules.ficco import _unit_bytes, comm_cus, gemm_plan, plan_pieces, shape_of
+from t3.sim.engine import Engine
+from t3.sim.schedule import Policy
 from t3.workload.sublayers import GemmShape
 
 
@@ -114,35 +117,25 @@ def _caps(hw: Hardware, bw: float | None) -> dict[str, float]:
     return {"hbm": bw or hw.hbm.effective_Bps, "cu": float(hw.compute.cus)}
 
 
+_RESOURCES = ("hbm", "cu")
+_POLICIES = (Policy(), Policy())  # one pool each, first come: what a schedule's HBM and CUs get
+
+
+class _Op(NamedTuple):  # what Engine._allocate reads of an op
+    prio: int
+    demands: list[tuple[int, float]]
+
+
 def _share(ops: list[tuple], caps: dict[str, float]) -> list[float]:
     """Rates (fraction of the op per second) of concurrent ops ``(maximum rate, {resource:
-    amount})``: demand-proportional progressive filling, the sharing rule of
-    :class:`t3.sim.engine.Engine` (all ops grow in proportion to their maximum rates; those on a
-    resource that saturates stop growing)."""
+    amount})``: the engine's own progressive filling (:meth:`t3.sim.engine.Engine._allocate`, one
+    priority level; all ops grow in proportion to their maximum rates, those on a resource that
+    saturates stop growing)."""
+    shim = [_Op(0, [(_RESOURCES.index(r), a) for r, a in dem.items()]) for _, dem in ops]
     rate = [0.0] * len(ops)
-    avail = dict(caps)
-    t = 0.0
-    unfrozen = list(range(len(ops)))
-    while unfrozen:
-        load: dict[str, float] = {}
-        for i in unfrozen:
-            x, dem = ops[i]
-            for r, a in dem.items():
-                load[r] = load.get(r, 0.0) + x * a
-        step = max(0.0, min([1.0 - t] + [avail[r] / ld for r, ld in load.items()]))
-        t += step
-        sat = set(caps) if t >= 1.0 - 1e-12 else set()
-        for r, ld in load.items():
-            avail[r] -= step * ld
-            if avail[r] <= 1e-12 * caps[r]:
-                sat.add(r)
-        nxt = []
-        for i in unfrozen:
-            if sat.intersection(ops[i][1]):
-                rate[i] = ops[i][0] * t
-            else:
-                nxt.append(i)
-        unfrozen = nxt
+    Engine._allocate(
+        list(range(len(ops))), shim, [x for x, _ in ops], [caps[r] for r in _RESOURCES], _POLICIES, rate
+    )
     return rate
 
 

@@ -15,7 +15,7 @@ operator, both presets together), fits the tree on all of it and prints the rule
 cross-validated accuracies (%); ``--write`` writes them to ``src/t3/ficco/learned_rules.py``.
 
 ``factors``: the pipeline selector's contention factors (:func:`t3.ficco.pipeline.fit_factors` on
-that data, about 1.5 min); ``--write`` writes them to ``src/t3/ficco/pipeline_factors.json``.
+that data, about 1 min); ``--write`` writes them to ``src/t3/ficco/pipeline_factors.json``.
 """
 
 from __future__ import annotations

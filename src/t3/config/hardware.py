@@ -70,6 +70,23 @@ class Hbm(_Strict):
     bandwidth_Bps: float = Field(gt=0, description="peak DRAM bandwidth per GPU")
     efficiency: float = Field(default=1.0, gt=0, le=1, description="sustainable fraction of peak")
     channels: int = Field(default=32, gt=0, description="memory channels (used by the arbitration model)")
+    turnaround: float = Field(
+        default=0.0,
+        ge=0,
+        description="read/write turnaround k: capacity x 1/(1 + k min(w, 1-w)) at write share w"
+        " (k = turnaround time / (bursts per direction batch x burst time); 0 = no loss)",
+    )
+    latency_s: float = Field(
+        default=0.0, ge=0, description="unloaded DRAM latency of a request (0 = windows never limit)"
+    )
+    service_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="service time of the burst a request queues behind: loaded latency"
+        " = latency_s + service_s x rho / (2 (1 - rho)) at utilisation rho",
+    )
+    queue_entries: int = Field(default=64, gt=0, description="memory-controller queue entries per channel")
+    entry_bytes: int = Field(default=64, gt=0, description="bytes one queue entry (request) moves")
 
     @property
     def effective_Bps(self) -> float:

@@ -195,10 +195,11 @@ class Engine:
                     work.extend(new)
             return changed
 
+        alloc = Allocator(ops, xmax, cap, policies, [r.timing for r in res])
         dirty = process()
         while active or heap:
             if dirty and active:
-                self._allocate(active, ops, xmax, cap, policies, rate)
+                alloc.allocate(active, rate)
                 dirty = False
             dt = math.inf
             for i in active:
@@ -258,40 +259,100 @@ class Engine:
 
     @staticmethod
     def _allocate(active, ops, xmax, cap, policies, rate) -> None:
-        """Progressive filling by priority level; writes ``rate`` for every active op."""
-        levels = sorted({ops[i].prio for i in active})
+        """Progressive filling of ``active`` ops without memory timing (kept for callers that share
+        plain resources: every op grows in proportion to its maximum rate)."""
+        Allocator(ops, xmax, cap, policies, [None] * len(cap)).allocate(active, rate)
+
+
+class Allocator:
+    """Rates of the active ops at one event: progressive filling, priority level by priority level,
+    then the memory model (:mod:`t3.sim.memory`) on every memory resource.
+
+    Filling: every op grows in proportion to its maximum rate until it reaches its cap or a resource
+    it uses saturates. A *closed* memory stream (an op with a ``window`` of bytes in flight reading
+    a memory resource) is capped at ``window / latency`` there; its memory use is left out of the
+    first filling, so streams paced from outside (open streams: updates arriving over a link) and
+    everything else are placed first.
+
+    Memory: the first filling's flows set every memory resource's write share (its capacity, through
+    the read/write turnaround) and the loaded latency each priority level sees (the resource's
+    :class:`Policy`). Where a closed stream would move more than its window allows at that latency, or
+    the flows exceed the capacity, the latency is solved for (the closed streams' equilibrium with the
+    queue: ``X_i = min(D_i, W_i / L)``, bisection), which caps them; then the filling runs once more
+    with every demand. At saturation the closed streams thus share what is left in proportion to
+    their windows (Little's law). Two fillings at most: deterministic and cheap."""
+
+    def __init__(self, ops, xmax, cap, policies, timings):
+        self.ops, self.xmax, self.cap, self.policies, self.timings = ops, xmax, cap, policies, timings
+        n = len(ops)
+        self.dem = [op.demands for op in ops]
+        self.dem1 = self.dem  # demands of the first filling (closed streams' memory use left out)
+        self.prio = [op.prio for op in ops]
+        mem = {r for r, t in enumerate(timings) if t is not None}
+        self.mem = mem
+        self.cap0 = list(xmax)  # unloaded cap: the window at the unloaded latency
+        self.memof: list[tuple | None] = [None] * n  # ((r, a, writes, closed), ...) on memory resources
+        self.eta = {r: 1.0 for r in mem}
+        if not mem:
+            return
+        self.dem1 = list(self.dem)
+        for i, op in enumerate(ops):
+            if not any(r in mem for r, _ in op.demands):
+                continue
+            wr = dict(op.writes)
+            parts = []
+            closed_r = set()
+            for r, a in op.demands:
+                if r in mem:
+                    closed = op.window > 0 and timings[r].latency_s > 0 and a - wr.get(r, 0.0) > 0
+                    parts.append((r, a, wr.get(r, 0.0), closed))
+                    if closed:
+                        closed_r.add(r)
+                        self.cap0[i] = min(self.cap0[i], op.window / (timings[r].latency_s * a))
+            self.memof[i] = tuple(parts)
+            if closed_r:
+                self.dem1[i] = [(r, a) for r, a in op.demands if r not in closed_r]
+
+    # ---- filling ------------------------------------------------------------------------------
+    def _fill(self, active, capx, cap, rate, dem) -> None:
+        policies, xmax, prio = self.policies, self.xmax, self.prio
+        levels = sorted({prio[i] for i in active})
         used: dict[int, float] = {}
-        # demand (at maximum rates) of the levels below the current one, per resource
         lower: dict[int, float] = {}
         if len(levels) > 1:
             for i in active:
-                if ops[i].prio != levels[0]:
-                    for r, a in ops[i].demands:
+                if prio[i] != levels[0]:
+                    for r, a in dem[i]:
                         lower[r] = lower.get(r, 0.0) + xmax[i] * a
         for lvl in levels:
-            group = [i for i in active if ops[i].prio == lvl]
+            group = [i for i in active if prio[i] == lvl] if len(levels) > 1 else active
             if lvl != levels[0]:
                 for i in group:
-                    for r, a in ops[i].demands:
+                    for r, a in dem[i]:
                         lower[r] -= xmax[i] * a
             avail: dict[int, float] = {}
             for i in group:
-                for r, _ in ops[i].demands:
+                for r, _ in dem[i]:
                     if r not in avail:
-                        rem = cap[r] - used.get(r, 0.0)
+                        c = cap[r]
                         low = lower.get(r, 0.0)
                         avail[r] = policies[r].available(
-                            cap[r], rem, lvl, low if low > 1e-12 * cap[r] else 0.0
+                            c, c - used.get(r, 0.0), lvl, low if low > 1e-12 * c else 0.0
                         )
             t = 0.0
             unfrozen = group
             while unfrozen:
                 load: dict[int, float] = {}
+                step = 1.0 - t
                 for i in unfrozen:
                     x = xmax[i]
-                    for r, a in ops[i].demands:
+                    c = capx[i]
+                    if c < x:
+                        s = c / x - t
+                        if s < step:
+                            step = s
+                    for r, a in dem[i]:
                         load[r] = load.get(r, 0.0) + x * a
-                step = 1.0 - t
                 for r, ld in load.items():
                     s = avail[r] / ld
                     if s < step:
@@ -304,17 +365,99 @@ class Engine:
                     avail[r] -= step * ld
                     if avail[r] <= 1e-12 * cap[r]:
                         sat.add(r)
-                if t >= 1.0 - 1e-12:
-                    for i in unfrozen:
-                        rate[i] = xmax[i] * t
-                    break
                 nxt = []
+                done = t >= 1.0 - 1e-12
                 for i in unfrozen:
-                    if any(r in sat for r, _ in ops[i].demands):
-                        rate[i] = xmax[i] * t
+                    x = xmax[i] * t
+                    if done or x >= capx[i] * (1 - 1e-12) or (sat and any(r in sat for r, _ in dem[i])):
+                        rate[i] = capx[i] if x > capx[i] else x
                     else:
                         nxt.append(i)
                 unfrozen = nxt
             for i in group:
-                for r, a in ops[i].demands:
-                    used[r] = used.get(r, 0.0) + rate[i] * a
+                x = rate[i]
+                for r, a in dem[i]:
+                    used[r] = used.get(r, 0.0) + x * a
+
+    # ---- one event ----------------------------------------------------------------------------
+    def allocate(self, active, rate) -> None:
+        cap0, memof = self.cap0, self.memof
+        capx = {i: cap0[i] for i in active}
+        on_mem = [i for i in active if memof[i] is not None] if self.mem else []
+        if not on_mem:
+            self._fill(active, capx, self.cap, rate, self.dem)
+            return
+        cap = list(self.cap)
+        touched = {p[0] for i in on_mem for p in memof[i]}
+        eta = self.eta
+        for r in touched:
+            cap[r] = self.cap[r] * eta[r]
+        self._fill(active, capx, cap, rate, self.dem1)
+        again = False
+        for r in sorted(touched):
+            timing = self.timings[r]
+            flow = wflow = 0.0
+            by_level: dict[int, float] = {}
+            closed: dict[int, list[tuple[int, float]]] = {}
+            for i in on_mem:
+                for rr, a, w, c in memof[i]:
+                    if rr == r:
+                        x = rate[i]
+                        flow += x * a
+                        wflow += x * w
+                        lv = self.prio[i]
+                        by_level[lv] = by_level.get(lv, 0.0) + x * a
+                        if c:
+                            closed.setdefault(lv, []).append((i, a))
+            if flow <= 0:
+                continue
+            e = timing.eta(wflow / flow)
+            if abs(e - eta[r]) > 1e-3 * eta[r]:
+                eta[r] = e
+                cap[r] = self.cap[r] * e
+                again = True
+            if not closed:
+                continue
+            policy = self.policies[r]
+            over = flow > cap[r] * (1 + 1e-9)
+            for lv in sorted(closed):
+                lat = policy.latency(timing, cap[r], lv, by_level)
+                if not over and all(
+                    rate[i] * a <= self.ops[i].window / lat * (1 + 1e-6) for i, a in closed[lv]
+                ):
+                    continue
+                lat = self._solve(r, lv, closed[lv], by_level, cap[r], rate)
+                for i, a in closed[lv]:
+                    c = self.ops[i].window / (lat * a)
+                    if c < capx[i]:
+                        capx[i] = c
+                again = True
+            if closed and not again:
+                again = True  # the closed streams' memory use was left out of the first filling
+        if again:
+            self._fill(active, capx, cap, rate, self.dem)
+
+    def _solve(self, r, lv, group, by_level, cap, rate) -> float:
+        """Latency at which the closed streams of level ``lv`` on memory ``r`` move what their
+        windows allow (``X_i = min(D_i, W_i / L)``, ``D_i`` their rate in the first filling), the
+        other flows held: bisection on their total."""
+        timing, policy, ops = self.timings[r], self.policies[r], self.ops
+        demand = [(ops[i].window, rate[i] * a) for i, a in group]
+        base = by_level[lv] - sum(d for _, d in demand)
+        flows = dict(by_level)
+
+        def lat_at(x: float) -> float:
+            flows[lv] = base + x
+            return policy.latency(timing, cap, lv, flows)
+
+        lo, hi = 0.0, sum(d for _, d in demand)
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            lat = lat_at(mid)
+            served = sum(min(d, w / lat) for w, d in demand)
+            if served > mid:
+                lo = mid
+            else:
+                hi = mid
+        lat = lat_at(lo)
+        return lat if lat < math.inf else max(sum(w for w, _ in demand) / max(cap - base, 1e-300), 1e-300)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
+from t3.sim.memory import HbmTiming
 
 # Traffic categories, per GPU, in bytes. "dram.*" are DRAM reads/writes by their cause.
 DRAM_CATEGORIES = (
@@ -47,6 +48,11 @@ class Policy:
         maximum rates (units/s; 0.0 when no lower-priority op waits for it)."""
         return remaining
 
+    def latency(self, timing: HbmTiming, capacity: float, level: int, flows: dict[int, float]) -> float:
+        """Loaded latency (s) requests of priority ``level`` see on a memory resource whose levels
+        move ``flows`` (bytes/s by level) out of ``capacity``. First come: everyone waits behind all."""
+        return timing.latency(sum(flows.values()) / capacity)
+
 
 @dataclass(slots=True)
 class Resource:
@@ -55,6 +61,7 @@ class Resource:
     kind: str  # "cu", "hbm", "link", "dma", "port"
     gpu: int
     policy: Policy = field(default_factory=Policy)
+    timing: HbmTiming | None = None  # a memory resource: turnaround and latency (t3.sim.memory)
 
 
 @dataclass(slots=True)
@@ -74,6 +81,8 @@ class Op:
     on_finish: Callable[[], None] | None = None
     acquire: list[tuple[int, int]] = field(default_factory=list)  # (semaphore, units) taken before start
     release: list[tuple[int, int]] = field(default_factory=list)  # (semaphore, units) given back at finish
+    writes: list[tuple[int, float]] = field(default_factory=list)  # (memory resource, bytes written)
+    window: float = 0.0  # bytes in flight on the memory it reads (0: an open stream, paced from outside)
 
 
 @dataclass(slots=True)
@@ -110,6 +119,12 @@ class Schedule:
 
 
 Ref = tuple[int, Hashable]
+
+
+def hbm_timing(hw: Hardware) -> HbmTiming:
+    """The memory model's closed forms for ``hw``'s DRAM (:mod:`t3.sim.memory`)."""
+    h = hw.hbm
+    return HbmTiming(h.turnaround, h.latency_s, h.service_s, h.queue_entries, h.channels, h.entry_bytes)
 
 
 class ScheduleBuilder:
@@ -155,8 +170,18 @@ class ScheduleBuilder:
         return self._resource(f"cu:{g}", float(self.hw.compute.cus), "cu", g)
 
     def hbm(self, gpu: int) -> int:
+        """The GPU's DRAM; work on it is bytes *read* (see :meth:`hbm_w` for writes)."""
         g = self.canon(gpu)
-        return self._resource(f"hbm:{g}", self.hw.hbm.effective_Bps, "hbm", g)
+        idx = self._resource(f"hbm:{g}", self.hw.hbm.effective_Bps, "hbm", g)
+        if self._res[idx].timing is None:
+            self._res[idx].timing = hbm_timing(self.hw)
+        return idx
+
+    def hbm_w(self, gpu: int) -> int:
+        """The GPU's DRAM, for bytes *written*: ``work=[(b.hbm_w(g), nbytes)]`` costs the same
+        capacity as a read and counts as a write for the read/write turnaround (a negative handle,
+        ``~index``, that :meth:`add` resolves)."""
+        return ~self.hbm(gpu)
 
     def partition(self, gpu: int, name: str, cus: int) -> int:
         """A CU partition of ``cus`` CUs owned by kernel ``name`` (ops demand it besides the CU pool)."""
@@ -218,6 +243,7 @@ class ScheduleBuilder:
         prio: int = 0,
         acquire: Iterable[tuple[int, int]] = (),
         release: Iterable[tuple[int, int]] = (),
+        window: float = 0.0,
     ) -> Op:
         ref = self.ref(gpu, key)
         if self.symmetric and gpu % self.n != 0:
@@ -225,11 +251,18 @@ class ScheduleBuilder:
         if ref in self._index:
             raise ScheduleError(f"duplicate op {ref}")
         merged: dict[int, float] = {}
+        writes: dict[int, float] = {}
         for r, a in work:
+            if r < 0:
+                r = ~r
+                if a > 0:
+                    writes[r] = writes.get(r, 0.0) + a
             if a < 0:
                 raise ScheduleError(f"op {ref}: negative work on {self._res[r].name}")
             if a > 0:
                 merged[r] = merged.get(r, 0.0) + a
+        if window < 0:
+            raise ScheduleError(f"op {ref}: negative window")
         op = Op(
             id=len(self._ops),
             gpu=ref[0],
@@ -244,6 +277,8 @@ class ScheduleBuilder:
             prio=prio,
             acquire=[(s, int(u)) for s, u in acquire if u > 0],
             release=[(s, int(u)) for s, u in release if u > 0],
+            writes=sorted(writes.items()),
+            window=float(window),
         )
         self._index[ref] = op.id
         self._ops.append(op)

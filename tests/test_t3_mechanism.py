@@ -9,9 +9,10 @@ from t3.api import run
 from t3.config.hardware import load_hardware
 from t3.errors import ConfigError, ScheduleError
 from t3.hardware import AddressMap, McaPolicy, direct_rs_maps, mca_threshold, ring_rs_maps, stagger_order
-from t3.ops.gemm import plan_gemm
 from t3.schedules import RunOptions, get_config
 from t3.schedules.t3 import staggered_plan
+from t3.sim.memory import HbmTiming
+from t3.sim.schedule import ScheduleBuilder, hbm_timing
 from t3.workload import get_model, sublayer_operator
 
 MESH_NMC = {"nmc.present": True}  # MI300X has no NMC; the direct-RS mapping is tested on its mesh with it
@@ -90,7 +91,7 @@ def test_bytes_match_closed_forms(config, model, tp):
     assert d["rs_write"] == pytest.approx(s * (n - 1) / n)
     assert d["ag_read"] == pytest.approx(s * (n - 1) / n) and d["ag_write"] == pytest.approx(s * (n - 1) / n)
     assert out.link_bytes == pytest.approx(2 * s * (n - 1) / n)
-    plan, columns = staggered_plan(op, hw)
+    plan, columns = staggered_plan(op, hw, bypass=frozenset(range(tp - 1)))
     # 2048 tokens / 32 GPUs = 64 rows < a 128-row tile: chunks are taken along the output columns
     assert columns == (tp == 32) and out.extra["chunks"] == ("columns" if columns else "rows")
     assert out.extra["tracker"]["triggers"] == (n - 2) * plan.tiles_m_chunk * plan.tiles_n
@@ -157,67 +158,106 @@ def test_tracker_granularity_scales_entries():
     assert fine["triggers"] == 2 * base["triggers"]
 
 
+T = HbmTiming(
+    turnaround=0.0, latency_s=300e-9, service_s=140e-9, queue_entries=64, channels=32, entry_bytes=32
+)
+QB = 64 * 32 * 32  # bytes the queues hold
+
+
 def test_mca_policy_closed_form():
-    p = McaPolicy(threshold=0.4, starvation_share=0.05)
+    p = McaPolicy(threshold=0.4, starvation_share=0.05, timing=T)
     # GEMM (level 0) leaves the starvation share, or less if communication asks less (work-conserving)
     assert p.available(100.0, 100.0, 0, 20.0) == pytest.approx(95.0)
     assert p.available(100.0, 100.0, 0, 2.0) == pytest.approx(98.0)
     assert p.available(100.0, 100.0, 0, 0.0) == pytest.approx(100.0)
-    # communication: everything left while the GEMM uses < 40 %, else only the starvation share
-    assert p.available(100.0, 70.0, 1, 0.0) == pytest.approx(70.0)
-    assert p.available(100.0, 50.0, 1, 0.0) == pytest.approx(5.0)
-    assert p.available(100.0, 2.0, 1, 0.0) == pytest.approx(2.0)
+    # communication: admitted up to the utilisation at which the GEMM's queue occupancy
+    # X_g * S * rho / (2 (1 - rho_g)) / QB reaches the threshold
+    cap = 1e12
+    for x_g in (1e11, 3e11, 6e11):
+        rho_star = 2 * 0.4 * (1 - x_g / cap) * QB / (x_g * T.service_s)
+        expect = min(cap - x_g, max(0.05 * cap, rho_star * cap - x_g))
+        assert p.available(cap, cap - x_g, 1, 0.0) == pytest.approx(expect)
+        lat = p.latency(T, cap, 0, {0: x_g, 1: rho_star * cap - x_g})
+        assert T.occupancy(x_g, lat) == pytest.approx(0.4, rel=1e-9) or rho_star * cap - x_g < 0.05 * cap
+    # a GEMM that saturates the memory leaves communication the starvation share only
+    assert p.available(cap, 0.02 * cap, 1, 0.0) == pytest.approx(0.02 * cap)
+    assert p.available(cap, 0.5 * cap, 1, 0.0) >= 0.05 * cap
 
 
-def test_mca_in_the_engine():
-    """A GEMM-like op (100 B on a 100 B/s HBM) and a link-bound update (10 B of HBM and of a 10 B/s link).
-    Default arbitration: demand-proportional, both at 100/110 of their max rate -> both end at 1.1 s.
-    MCA: the GEMM gets 95 B/s (ends at 100/95 s), the update the 5 B/s starvation share meanwhile."""
-    from t3.sim import Engine, Policy
-    from t3.sim.schedule import Op, Resource, Schedule
+def test_mca_gate_is_monotone_in_the_threshold_and_never_starves():
+    cap = 1e12
+    for x_g in (2e11, 5e11, 8e11, 0.99e12):
+        got = [McaPolicy(th, 0.05, T).available(cap, cap - x_g, 1, 0.0) for th in (0.0, 0.1, 0.3, 0.6, 1.0)]
+        assert all(a <= b for a, b in zip(got, got[1:], strict=False))
+        assert all(g >= min(cap - x_g, 0.05 * cap) - 1e-6 for g in got)
 
-    def sched(policy, prio_comm, link=10.0):
-        res = [Resource("hbm", 100.0, "hbm", 0, policy), Resource("link", link, "link", 0)]
-        ops = [
-            Op(0, 0, "gemm", "gemm-load", "gemm", [(0, 100.0)], [], 0.0, [], {}, 0),
-            Op(1, 0, "upd", "dma", "rs", [(0, 10.0), (1, 10.0)], [], 0.0, [], {}, prio_comm),
-        ]
-        return Schedule("t", ops, res, 1, [0])
 
-    d = Engine().run(sched(Policy(), 0))
-    assert d.end[0] == pytest.approx(1.1) and d.end[1] == pytest.approx(1.1)
-    m = Engine().run(sched(McaPolicy(0.5, 0.05), 1))
-    t_gemm = 100 / 95
-    assert m.end[0] == pytest.approx(t_gemm)
-    assert m.end[1] == pytest.approx(t_gemm + (10 - 5 * t_gemm) / 10)
-    # work-conserving: an update that can only use 2 B/s (slow link) leaves the GEMM 98 B/s, not 95
-    w = Engine().run(sched(McaPolicy(0.5, 0.05), 1, link=2.0))
-    assert w.end[0] == pytest.approx(100 / 98) and w.end[1] == pytest.approx(5.0)
+def test_mca_priority_latency_closed_form():
+    p = McaPolicy(0.5, 0.05, T)
+    flows = {0: 4e11, 1: 3e11}
+    rho, rho_g = 0.7, 0.4
+    assert p.latency(T, 1e12, 0, flows) == pytest.approx(T.latency_s + T.service_s * rho / (2 * (1 - rho_g)))
+    assert p.latency(T, 1e12, 1, flows) == pytest.approx(
+        T.latency_s + T.service_s * rho / (2 * (1 - rho_g) * (1 - rho))
+    )
+    # the GEMM waits less than under first-come sharing, communication more
+    fcfs = T.latency(rho)
+    assert p.latency(T, 1e12, 0, flows) < fcfs < p.latency(T, 1e12, 1, flows)
+
+
+def test_mca_in_the_engine_communication_progresses_at_any_threshold():
+    """A GEMM-like closed stream saturating the HBM beside a link-paced update: with threshold 0 the
+    update still completes, at the starvation share while the GEMM runs."""
+    from t3.sim import Engine
+
+    hw = load_hardware("paper-80cu", {"hbm.turnaround": 0.0})
+    for theta in (0.0, 0.5, 1.0):
+        b = ScheduleBuilder("m", hw, 2)
+        b.policies["hbm"] = McaPolicy(theta, 0.1, hbm_timing(hw))
+        b.add(0, "gemm", kind="x", cat="gemm", work=[(b.hbm(0), 1e9)], window=8e6)
+        b.add(
+            0, "upd", kind="x", cat="rs", work=[(b.hbm_w(0), 1e8)] + [(r, 1e8) for r in b.path(0, 1)], prio=1
+        )
+        r = Engine().run(b.build())
+        end = {o.key: r.end[o.id] for o in r.schedule.ops}
+        assert math.isfinite(end["upd"])
+        if theta == 0.0:  # gate shut: the update gets the starvation share while the GEMM runs
+            share = 0.1 * hw.hbm.effective_Bps
+            assert end["upd"] >= min(1e8 / share, end["gemm"]) * 0.999
 
 
 def test_mca_threshold_from_first_stage():
     hw = load_hardware("paper-80cu")
     op = _op(sub="fc2", tokens=8192)
-    plan = plan_gemm(op.gemm, hw, chunks=8)
-    theta, u = mca_threshold(plan, hw)
-    cap = hw.hbm.effective_Bps
-    first = [w for w in plan.waves if any(c == 0 for c, _, _ in w.segments)]
+    from t3.schedules.t3 import T3Builder
+
+    bld = T3Builder("t3-mca", op, hw, RunOptions(), mca=True)
+    plan = bld.plan
+    first = [w for w in plan.waves if any(c == plan.order[0] for c, _, _ in w.segments)]
     nbytes = sum(w.read_bytes + sum(w.write_bytes.values()) for w in first)
-    t = sum(max(w.compute_s, (w.read_bytes + sum(w.write_bytes.values())) / cap) for w in first)
-    assert u == pytest.approx(nbytes / t / cap)
-    assert theta == pytest.approx(min(hw.mca.occupancy_threshold, max(hw.mca.starvation_share, u)))
-    hw2 = load_hardware("paper-80cu", {"mca.intensity_scale": 100.0})
-    assert mca_threshold(plan, hw2)[0] == hw.mca.occupancy_threshold
+    t = sum(sum(plan.wave_alone_s(w, hw)) for w in first)
+    u = nbytes / t / hw.hbm.effective_Bps
+    assert bld.intensity == pytest.approx(u)
+    assert bld.theta == pytest.approx(hw.mca.occupancy_threshold * (1 - u))
+    assert mca_threshold(0.9, hw) < mca_threshold(0.2, hw)  # more memory-intensive -> lower threshold
 
 
 def test_ideal_rs_nmc_closed_form():
-    """RS with NMC, idle ring: launch + (N-1)(latency + max(c/B_link, 2c/B_hbm, c/(cus x cu_copy)))."""
-    hw = load_hardware("paper-80cu", {"link.bandwidth_Bps": 1e12})  # make HBM/CU the limit
+    """RS with NMC, idle ring (symmetric: a GPU reads c and receives c of updates per step, each update
+    costing kappa writes of channel time, the mix paying the turnaround): launch + (N-1)(latency +
+    max(c/B_link, (1 + kappa) c / (B_hbm eta(w)), c/(cus x cu_copy))), w = kappa / (1 + kappa)."""
+    from t3.hardware.nmc import update_cost
+
+    hw = load_hardware("paper-80cu", {"link.bandwidth_Bps": 1e12, "hbm.latency_s": 0.0})  # HBM/CU the limit
     op = _op(tp=4)
     out = get_config("ideal-rs-nmc").run(op, hw, RunOptions())
     c = op.comm_bytes / 4
+    k = update_cost(hw)
+    eta = 1 / (1 + hw.hbm.turnaround * min(k / (1 + k), 1 / (1 + k)))
     step = hw.link.latency_s + max(
-        c / hw.link.bandwidth_Bps, 2 * c / hw.hbm.effective_Bps, c / (hw.compute.cus * hw.compute.cu_copy_Bps)
+        c / hw.link.bandwidth_Bps,
+        (1 + k) * c / (hw.hbm.effective_Bps * eta),
+        c / (hw.compute.cus * hw.compute.cu_copy_Bps),
     )
     assert out.breakdown_s["reduce_scatter"] == pytest.approx(hw.compute.kernel_launch_s + 3 * step, rel=1e-9)
     ideal = get_config("ideal-gemm-rs-overlap").run(op, hw, RunOptions())

@@ -143,8 +143,10 @@ def test_contention_loss_vanishes_with_unlimited_hbm_and_dma(mi):
     fop = FiccoOperator("ag-gemm", 4096, 1024, 1024)
     e = LossModel(fop, fat).evaluate(parse_name("ficco-g8-M-dma-s2"))
     assert e.contention_s == pytest.approx(0.0, abs=1e-12 + 1e-9 * e.time_s)
-    e = LossModel(fop, mi).evaluate(parse_name("ficco-g8-M-cu"))
-    assert e.contention_s > 0  # the CU kernel takes CUs away from the GEMM
+    # a GEMM whose pieces fill every CU many times over: the CU kernel takes CUs away from it
+    big = FiccoOperator("ag-gemm", 32768, 8192, 4096)
+    e = LossModel(big, mi).evaluate(parse_name("ficco-g8-M-cu"))
+    assert e.contention_s > 0
 
 
 def test_ring_transfers_are_forwarded_hop_by_hop_closed_form():
@@ -165,14 +167,16 @@ def test_contention_is_not_negative_when_fewer_cus_plan_better(mi):
     # one piece, so two pieces side by side share the CUs; on the 281 CUs the CU kernel leaves it
     # picks a tile that leaves room for the other stream. The all-CU isolated run is therefore slower
     # than the real schedule (the old, negative contention); the ideal takes the better plan set.
+    # Whichever plan set is better, the ideal is the better of the two isolated runs and the contention
+    # loss is never negative.
     fop = FiccoOperator("ag-gemm", 4096, 4608, 768)
     ax = parse_name("ficco-g16-M-cu-s2")
     full = _t(ficco_schedule(fop, mi, ax, "full"))
-    assert _t(ficco_schedule(fop, mi, ax, "ideal")) > full
+    ideal = _t(ficco_schedule(fop, mi, ax, "ideal"))
     own = _t(ficco_schedule(fop, mi, ax, "ideal-own"))
     assert own <= full
     e = LossModel(fop, mi).evaluate(ax)
-    assert e.ideal_s == pytest.approx(own, rel=1e-12) and e.contention_s >= 0.0
+    assert e.ideal_s == pytest.approx(min(ideal, own), rel=1e-12) and e.contention_s >= 0.0
 
 
 def test_batched_reduction_closed_form_and_traffic(mi):

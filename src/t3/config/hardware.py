@@ -30,8 +30,14 @@ class Compute(_Strict):
     matrix_flops_per_clk_per_cu: dict[str, float] = Field(
         description="dense matrix FLOP per clock per CU, by dtype (fp16, bf16, fp8, fp32)"
     )
+    gemm_clock_hz: float | None = Field(
+        default=None, gt=0, description="sustained core clock under dense GEMM load (default: clock_hz)"
+    )
     gemm_efficiency: float = Field(
-        default=1.0, gt=0, le=1, description="fraction of matrix peak a GEMM tile's inner loop reaches"
+        default=1.0,
+        gt=0,
+        le=1,
+        description="fraction of the matrix peak (at gemm_clock_hz) a fed GEMM tile's inner loop reaches",
     )
     wg_per_cu: int = Field(
         default=1, gt=0, description="GEMM workgroups resident per CU (wave = cus * wg_per_cu)"
@@ -40,7 +46,19 @@ class Compute(_Strict):
     tile_n: int = Field(default=128, gt=0, description="GEMM output macro-tile columns")
     l2_bytes: int = Field(gt=0, description="last-level (L2) cache size")
     l2_usable_fraction: float = Field(
-        default=0.5, gt=0, le=1, description="share of the L2 a GEMM operand may occupy and still be reused"
+        default=0.5, gt=0, le=1, description="share of the L2's sets a GEMM's data may use"
+    )
+    l2_ways: int = Field(default=16, gt=0, description="L2 associativity (ways per set; sets are hashed)")
+    l2_line_bytes: int = Field(default=128, gt=0, description="L2 line size")
+    l2_Bps: float | None = Field(
+        default=None, gt=0, description="L2-to-CU bandwidth of the whole GPU (default: never limits a tile)"
+    )
+    k_step: int = Field(default=32, gt=0, description="GEMM K elements per inner-loop stage (BLOCK_K)")
+    k_stages: int = Field(
+        default=2, gt=0, description="GEMM pipeline stages loaded ahead (the prologue; bytes in flight)"
+    )
+    raster: Literal["row", "column"] = Field(
+        default="row", description="order of a GEMM's tiles inside a chunk: row-major or column-major"
     )
     cu_copy_Bps: float = Field(
         gt=0, description="bytes/s one CU moves in a communication/reduction kernel (load+store issue limit)"
@@ -86,6 +104,8 @@ class Hbm(_Strict):
         " = latency_s + service_s x rho / (2 (1 - rho)) at utilisation rho",
     )
     queue_entries: int = Field(default=64, gt=0, description="memory-controller queue entries per channel")
+    bank_groups: int = Field(default=4, gt=0, description="bank groups per channel (NMC updates in flight)")
+    burst_bytes: int = Field(default=32, gt=0, description="bytes one channel access (burst) moves")
     entry_bytes: int = Field(default=64, gt=0, description="bytes one queue entry (request) moves")
 
     @property
@@ -110,14 +130,22 @@ class Dma(_Strict):
     engines: int = Field(gt=0, description="DMA (copy) engines per GPU")
     bandwidth_Bps: float = Field(gt=0, description="bytes/s one DMA engine moves")
     command_overhead_s: float = Field(ge=0, description="fixed cost of one DMA command")
+    inflight_bytes: float = Field(
+        default=0.0,
+        ge=0,
+        description="bytes one engine keeps in flight on memory reads (0 = no window limit)",
+    )
+    staging_bytes: float = Field(
+        default=0.0, ge=0, description="bytes one engine may read ahead of the link (a burst at trigger)"
+    )
 
 
 class Nmc(_Strict):
     present: bool = Field(description="near-memory compute: DRAM executes op-and-store updates")
-    update_overhead: float = Field(
-        default=1.0,
-        ge=1.0,
-        description="channel cost of one NMC update relative to a plain write of the same bytes",
+    update_busy_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="time an op-and-store holds its bank (in-bank read, ALU, write); 0 = as cheap as a write",
     )
 
 
@@ -134,13 +162,8 @@ class Mca(_Strict):
         default=0.8,
         gt=0,
         le=1,
-        description="upper bound of the HBM occupancy threshold below which communication may issue (fraction)",
-    )
-    intensity_scale: float = Field(
-        default=1.0,
-        gt=0,
-        description="threshold = intensity_scale x GEMM first-stage HBM intensity (clamped to"
-        " [starvation_share, occupancy_threshold])",
+        description="queue occupancy (fraction of entries) of a GEMM that uses no bandwidth below which"
+        " communication is admitted; scaled by (1 - the GEMM's first-stage HBM utilisation)",
     )
     starvation_share: float = Field(
         default=0.05,

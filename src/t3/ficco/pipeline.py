@@ -43,8 +43,8 @@ from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
 from t3.ficco.space import Axes, FiccoOperator, check_fits, enumerate_space, parse_name
 from t3.schedules.ficco import _unit_bytes, comm_cus, gemm_plan, plan_pieces, shape_of
-from t3.sim.engine import Engine
-from t3.sim.schedule import Policy
+from t3.sim.engine import Allocator
+from t3.sim.schedule import Policy, hbm_timing
 from t3.workload.sublayers import GemmShape
 
 
@@ -93,8 +93,14 @@ def _job(shape: GemmShape, acc: bool, hw: Hardware, cus: int, bw: float) -> _Job
     for w in gemm_plan(shape, hw, cus=cus).waves:
         wb = sum(w.write_bytes.values())
         cu = w.compute_s * w.cus_used
-        x = min(1.0 / w.compute_s, hw.compute.cus / cu, bw / wb if wb > 0 else math.inf)
-        waves.append((_spec(bw, {"hbm": w.read_bytes}), (x, _pos({"cu": cu, "hbm": wb}))))
+        body = w.read_bytes - w.prologue_bytes + wb
+        x = min(1.0 / w.compute_s, hw.compute.cus / cu, bw / body if body > 0 else math.inf)
+        waves.append(
+            (
+                _spec(bw, {"hbm": w.prologue_bytes}, w.window_bytes),
+                (x, _pos({"cu": cu, "hbm": body}), w.window_bytes, wb),
+            )
+        )
     ob = shape.out_bytes
     job = _Job(_spec(bw, {"hbm": ob}) if acc else None, hw.compute.kernel_launch_s, tuple(waves))
     _memo(_JOBS)[key] = (hw, job)
@@ -108,41 +114,48 @@ def _pos(dem: dict[str, float]) -> dict[str, float]:
     return {r: a for r, a in dem.items() if a > 0}
 
 
-def _spec(bw: float, dem: dict[str, float]) -> tuple | None:
-    """An HBM-only op (None when it moves nothing: it finishes at once)."""
-    return (bw / dem["hbm"], dem) if dem["hbm"] > 0 else None
+def _spec(bw: float, dem: dict[str, float], window: float = 0.0) -> tuple | None:
+    """An HBM-only read op ``(maximum rate, {resource: amount}, window, written bytes)`` (None when it
+    moves nothing: it finishes at once)."""
+    return (bw / dem["hbm"], dem, window, 0.0) if dem["hbm"] > 0 else None
 
 
-def _caps(hw: Hardware, bw: float | None) -> dict[str, float]:
-    return {"hbm": bw or hw.hbm.effective_Bps, "cu": float(hw.compute.cus)}
+def _caps(hw: Hardware, bw: float | None) -> dict:
+    return {"hbm": bw or hw.hbm.effective_Bps, "cu": float(hw.compute.cus), "timing": hbm_timing(hw)}
 
 
 _RESOURCES = ("hbm", "cu")
 _POLICIES = (Policy(), Policy())  # one pool each, first come: what a schedule's HBM and CUs get
 
 
-class _Op(NamedTuple):  # what Engine._allocate reads of an op
+class _Op(NamedTuple):  # what the engine's Allocator reads of an op
     prio: int
     demands: list[tuple[int, float]]
+    window: float
+    writes: list[tuple[int, float]]
 
 
-def _share(ops: list[tuple], caps: dict[str, float]) -> list[float]:
-    """Rates (fraction of the op per second) of concurrent ops ``(maximum rate, {resource:
-    amount})``: the engine's own progressive filling (:meth:`t3.sim.engine.Engine._allocate`, one
-    priority level; all ops grow in proportion to their maximum rates, those on a resource that
-    saturates stop growing)."""
-    shim = [_Op(0, [(_RESOURCES.index(r), a) for r, a in dem.items()]) for _, dem in ops]
+def _share(ops: list[tuple], caps: dict) -> list[float]:
+    """Rates (fraction of the op per second) of concurrent ops ``(maximum rate, {resource: amount},
+    window, written bytes)``: the engine's own allocation (:class:`t3.sim.engine.Allocator`: progressive
+    filling, then the memory model on the HBM), one priority level."""
+    shim = [
+        _Op(0, [(_RESOURCES.index(r), a) for r, a in dem.items()], win, [(0, wr)] if wr > 0 else [])
+        for _, dem, win, wr in ops
+    ]
     rate = [0.0] * len(ops)
-    Engine._allocate(
-        list(range(len(ops))), shim, [x for x, _ in ops], [caps[r] for r in _RESOURCES], _POLICIES, rate
+    cap = [caps[r] for r in _RESOURCES]
+    Allocator(shim, [x for x, *_ in ops], cap, _POLICIES, [caps["timing"], None]).allocate(
+        list(range(len(ops))), rate
     )
     return rate
 
 
 class _Stream:
     """The pieces of one compute stream, run in order: a piece starts when its units have arrived
-    and the stream's previous piece has ended; a GEMM's waves are double-buffered (the load of wave
-    ``i + 1`` starts when wave ``i`` is loaded and wave ``i - 1`` computed)."""
+    and the stream's previous piece has ended; a GEMM runs its waves one after the other, each a
+    prologue (its first K stages' reads) then a body (compute coupled to the remaining reads and the
+    output writes), as :func:`t3.ops.gemm.add_gemm` builds them."""
 
     def __init__(self, items: list, ready):
         self.items, self.ready = items, ready
@@ -151,7 +164,9 @@ class _Stream:
         self.stage = ""
         self.until = 0.0
         self.ends: list[float] = []
-        self.op = self.load = self.comp = None  # the accumulation read; a wave's load and compute
+        self.op = None  # the op in flight: accumulation read, a wave's prologue or its body
+        self.wave = 0
+        self.phase = 0  # 0: prologue, 1: body
 
     def step(self, now: float) -> bool:
         """Take the transitions possible at ``now``; True if any."""
@@ -175,20 +190,10 @@ class _Stream:
         if self.stage == "launch":
             if now < self.until:
                 return False
-            self.stage, self.loaded, self.computed, self.load, self.comp = "waves", 0, 0, None, None
-        n = len(job.waves)
-        changed = False
-        if self.load is None and self.loaded < n and self.computed >= self.loaded - 1:
-            spec = job.waves[self.loaded][0]
-            if spec is None:
-                self.loaded += 1
-            else:
-                self.load = [spec, 1.0]
-            changed = True
-        if self.comp is None and self.computed < self.loaded:
-            self.comp = [job.waves[self.computed][1], 1.0]
-            changed = True
-        if self.computed == n:
+            self.stage, self.wave, self.phase, self.op = "waves", 0, 0, None
+        if self.op is not None:
+            return False
+        if self.wave == len(job.waves):
             self.j += 1
             if self.j == len(jobs):
                 self.ends.append(now)
@@ -197,24 +202,30 @@ class _Stream:
                 nxt = jobs[self.j]
                 self.stage, self.op = "acc", ([nxt.acc, 1.0] if nxt.acc else None)
             return True
-        return changed
+        spec = job.waves[self.wave][self.phase]
+        if spec is None:
+            self._advance()
+        else:
+            self.op = [spec, 1.0]
+        return True
+
+    def _advance(self) -> None:
+        if self.phase == 0:
+            self.phase = 1
+        else:
+            self.wave, self.phase = self.wave + 1, 0
 
     def active(self) -> list[list]:
         if self.p == len(self.items) or self.j == -1:
             return []
-        if self.stage == "acc":
+        if self.stage in ("acc", "waves"):
             return [self.op] if self.op else []
-        if self.stage == "waves":
-            return [a for a in (self.load, self.comp) if a is not None]
         return []
 
     def finish(self, op: list) -> None:
-        if op is self.load:
-            self.load, self.loaded = None, self.loaded + 1
-        elif op is self.comp:
-            self.comp, self.computed = None, self.computed + 1
-        else:
-            self.op = None
+        self.op = None
+        if self.stage == "waves":
+            self._advance()
 
     def timer(self, now: float) -> float:
         if self.p < len(self.items) and (self.j == -1 or self.stage == "launch") and self.until > now:
@@ -252,7 +263,7 @@ def _fluid(ss: list[_Stream], caps: dict[str, float]) -> None:
     """Runs the streams to their ends: between two events every active op progresses at the rate
     :func:`_share` gives it."""
     now = 0.0
-    ckey = tuple(sorted(caps.items()))
+    ckey = (caps["hbm"], caps["cu"], caps["timing"])
     while True:
         for s in ss:  # a stream's transitions depend on its own state and the time only
             while s.step(now):

@@ -1,59 +1,84 @@
-"""Memory-controller arbitration (MCA) as an HBM :class:`~t3.sim.schedule.Policy`.
+"""Memory-controller arbitration (MCA) as a :class:`~t3.sim.schedule.Policy` of a GPU's HBM.
 
-Two priority classes share a GPU's HBM: the GEMM (level 0) and communication (level 1: remote-store
-updates arriving from a peer, DMA reads, NMC updates). With the engine's default policy every stream
-is served in proportion to what it asks (first come): DMA bursts take bandwidth from the GEMM's read
-phases. MCA serves the GEMM first and lets communication issue only while the GEMM's occupancy of the
-channel is below a threshold theta (a fraction of the HBM bandwidth); while communication is waiting,
-``starvation_share`` of the bandwidth (or what it asks, if less: the policy stays work-conserving) is
-guaranteed to it (the starvation bound).
+Two priority classes share the memory: the GEMM (level 0) and communication (level 1: DMA reads,
+updates arriving from a peer). Without MCA every request waits first come, first served behind all
+others. With MCA (T3 paper, "memory-controller arbitration"):
 
-theta is set from the GEMM's memory intensity measured in its first stage, which has no DMA traffic
-(:func:`first_stage_intensity`: HBM bytes of the first stage's waves over their isolated duration,
-as a fraction of HBM bandwidth):
-``theta = clamp(mca.intensity_scale x intensity, mca.starvation_share, mca.occupancy_threshold)``.
-All three are named parameters of :class:`t3.config.hardware.Mca` (values unknown, calibrated).
+- **GEMM first.** The controller serves the GEMM's requests before communication's. With one
+  non-preemptive priority queue (M/D/1, Cobham) the GEMM waits ``S * rho / (2 (1 - rho_g))`` and
+  communication ``S * rho / (2 (1 - rho_g) (1 - rho))`` (``rho`` total and ``rho_g`` GEMM utilisation,
+  ``S`` = ``hbm.service_s``): the GEMM no longer queues behind communication's bursts.
+- **A queue-occupancy gate.** Communication is admitted only while the GEMM's occupancy of the
+  memory queues (Little: ``X_g * (L_g - L0)`` bytes queued, over the queues' capacity) is below a
+  threshold ``theta``; communication raises the total utilisation and so the GEMM's wait, so the
+  gate admits it up to the utilisation ``rho*`` at which the GEMM's occupancy reaches ``theta``.
+- **theta from the GEMM's first stage.** The first stage has no communication; its HBM utilisation
+  ``u`` (bytes over duration x bandwidth, :func:`first_stage_intensity`) sets
+  ``theta = mca.occupancy_threshold x (1 - u)``: the more memory-intensive the GEMM, the lower the
+  threshold.
+- **A starvation bound.** Whatever the gate says, communication that waits gets at least
+  ``mca.starvation_share`` of the bandwidth (or what it asks, if less), so it is never starved.
 """
 
 from __future__ import annotations
 
+import math
+
 from t3.config.hardware import Hardware
-from t3.ops.gemm import GemmPlan
+from t3.sim.memory import HbmTiming
 from t3.sim.schedule import Policy
 
 
 class McaPolicy(Policy):
     name = "mca"
 
-    def __init__(self, threshold: float, starvation_share: float):
+    def __init__(self, threshold: float, starvation_share: float, timing: HbmTiming):
         self.threshold = threshold
         self.starvation_share = starvation_share
+        self.timing = timing
 
     def available(self, capacity: float, remaining: float, level: int, lower_demand: float) -> float:
+        s = self.starvation_share * capacity
         if level == 0:  # the GEMM leaves the starvation share (or what communication asks, if less)
-            return max(0.0, remaining - min(self.starvation_share * capacity, lower_demand))
-        used_by_gemm = capacity - remaining
-        if used_by_gemm < self.threshold * capacity:
+            return max(0.0, remaining - min(s, lower_demand))
+        floor = min(remaining, s)
+        x_g = capacity - remaining
+        if x_g <= 0:
             return remaining
-        return min(remaining, self.starvation_share * capacity)
+        return max(floor, min(remaining, self.admitted(capacity, x_g) - x_g))
+
+    def admitted(self, capacity: float, gemm_Bps: float) -> float:
+        """Total flow (bytes/s) up to which communication is admitted beside a GEMM moving
+        ``gemm_Bps``: the GEMM's queue occupancy ``X_g * S * rho / (2 (1 - rho_g))`` over the queues'
+        bytes equals ``theta`` at ``rho*``."""
+        t = self.timing
+        rho_g = gemm_Bps / capacity
+        if rho_g >= 1:
+            return gemm_Bps
+        if t.service_s <= 0:
+            return math.inf
+        qbytes = t.queue_entries * t.channels * t.entry_bytes
+        rho_star = 2.0 * self.threshold * (1.0 - rho_g) * qbytes / (gemm_Bps * t.service_s)
+        return rho_star * capacity
+
+    def latency(self, timing: HbmTiming, capacity: float, level: int, flows: dict[int, float]) -> float:
+        rho = sum(flows.values()) / capacity
+        rho_g = flows.get(0, 0.0) / capacity
+        if rho_g >= 1.0:
+            return math.inf
+        if level == 0:
+            return timing.latency_s + timing.service_s * rho / (2.0 * (1.0 - rho_g))
+        if rho >= 1.0:
+            return math.inf
+        return timing.latency_s + timing.service_s * rho / (2.0 * (1.0 - rho_g) * (1.0 - rho))
 
 
-def first_stage_intensity(plan: GemmPlan, hw: Hardware) -> float:
-    """HBM bytes / (duration x bandwidth) of the waves of the GEMM's first stage, run alone."""
+def first_stage_intensity(stage_bytes: float, stage_s: float, hw: Hardware) -> float:
+    """HBM utilisation of the GEMM's first stage alone: its DRAM bytes over duration x bandwidth."""
     cap = hw.hbm.effective_Bps
-    first = plan.order[0]
-    nbytes = t = 0.0
-    for w in plan.waves:
-        if any(c == first for c, _, _ in w.segments):
-            b = w.read_bytes + sum(w.write_bytes.values())
-            nbytes += b
-            t += max(w.compute_s, b / cap)
-    return nbytes / (t * cap) if t > 0 else 0.0
+    return min(1.0, stage_bytes / (stage_s * cap)) if stage_s > 0 else 0.0
 
 
-def mca_threshold(plan: GemmPlan, hw: Hardware) -> tuple[float, float]:
-    """(theta, first-stage intensity) for ``plan`` on ``hw``."""
-    m = hw.mca
-    u = first_stage_intensity(plan, hw)
-    theta = min(m.occupancy_threshold, max(m.starvation_share, m.intensity_scale * u))
-    return theta, u
+def mca_threshold(intensity: float, hw: Hardware) -> float:
+    """The occupancy threshold for a GEMM whose first stage used ``intensity`` of the bandwidth."""
+    return hw.mca.occupancy_threshold * max(0.0, 1.0 - intensity)

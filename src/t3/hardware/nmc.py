@@ -23,10 +23,23 @@ def require_nmc(hw: Hardware, config: str) -> None:
         )
 
 
-def update_work(b: ScheduleBuilder, dst: int, nbytes: float) -> tuple[list[tuple[int, float]], float]:
-    """HBM work at ``dst`` of ``nbytes`` of NMC updates, and the DRAM bytes it counts (channel bytes)."""
-    ch = nbytes * b.hw.nmc.update_overhead
-    return [(b.hbm(dst), ch)], ch
+def update_cost(hw: Hardware) -> float:
+    """Channel time of one NMC update relative to a plain write of the same bytes (>= 1).
+
+    An op-and-store holds a bank for ``nmc.update_busy_s`` (the in-bank read, the ALU and the write:
+    about ``2 tCCD_L + t_ALU + tWTR_L``); a channel streams plain writes one burst per burst time
+    (``hbm.burst_bytes`` over the channel's bandwidth) and can keep ``hbm.bank_groups`` updates in
+    flight, so updates cost ``max(1, t_update / (bank_groups x t_burst))`` bursts each."""
+    h = hw.hbm
+    t_burst = h.burst_bytes * h.channels / h.bandwidth_Bps
+    return max(1.0, hw.nmc.update_busy_s / (h.bank_groups * t_burst))
+
+
+def update_work(b: ScheduleBuilder, dst: int, nbytes: float) -> list[tuple[int, float]]:
+    """HBM work at ``dst`` of ``nbytes`` of NMC updates: writes (for the read/write turnaround) whose
+    channel time is :func:`update_cost` per byte. The traffic they count is ``nbytes`` (one channel
+    write per update): the caller records it."""
+    return [(b.hbm_w(dst), nbytes * update_cost(b.hw))]
 
 
 def nmc_reduce_scatter(
@@ -42,7 +55,8 @@ def nmc_reduce_scatter(
     for g in b.gpus:
         for j, off in enumerate(offsets):
             deps = ring_step_deps(start, g, j, prefix) if ring else list(start(g))
-            upd, ch = update_work(b, g + off, c)
+            upd = update_work(b, g + off, c)
+            ch = c
             work = [(r, c) for r in b.path(g, g + off)] + [(b.hbm(g), c)] + upd + ex.work(b, g, c)
             first = j == 0 or not ring
             b.add(

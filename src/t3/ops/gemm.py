@@ -1,20 +1,42 @@
-"""Tiled GEMM model: macro-tiles, waves of workgroups, per-wave compute and DRAM traffic.
+"""The GEMM model: kernel (tile) choice, waves of workgroups, L2 reuse, and K-loop streaming.
 
-The output (M x N) is cut into ``chunks`` equal row blocks (the stages of a staggered GEMM; 1 for a
-plain GEMM); each chunk is tiled into ``tile_m x tile_n`` macro-tiles (partial tiles at the edges
-cost a full tile of compute: tile quantization). Tiles are dispatched in production order (chunk by
-chunk in ``order``, row-major inside a chunk) in *waves* of ``cus x wg_per_cu`` workgroups.
+One model serves every configuration (sequential, T3, FiCCO's pieces, the selector):
 
-Per wave:
-- compute time = ceil(tiles / cus) x t_tile, with t_tile = 2 tile_m tile_n K / (CU matrix rate x efficiency);
-- DRAM reads (L2 reuse model): every A row-block is read once (consecutive waves share the rows they
-  straddle); a B column-block is read once for the whole GEMM if B fits in the usable L2, otherwise
-  once per wave that touches it;
-- DRAM writes: the wave's output tiles.
+**Kernel choice.** A GEMM library picks a macro-tile per shape. The menu is every tile of
+:data:`TILES` no larger than the preset's own (``compute.tile_m x tile_n``, the largest the
+library's kernels use on that GPU); the pick is the tile whose plan has the least contention-free
+time (:meth:`GemmPlan.alone_s`). A tile's inner loop runs at ``gemm_efficiency`` of the matrix
+peak at the sustained GEMM clock (``compute.gemm_clock_hz``), unless feeding it from the L2 is slower:
+per K step a ``tm x tn`` tile reads ``(tm + tn) k_step`` elements for ``2 tm tn k_step`` FLOPs, and a
+CU's share of the L2 bandwidth (``compute.l2_Bps / cus``) caps its rate at that intensity. Small tiles
+are therefore slower per FLOP by a mechanism, not by a table.
 
-In a schedule each wave becomes two ops: a *load* (its DRAM reads; issued as fast as HBM allows, so it
-is the phase that slows down when HBM is shared) and a *compute* (its CU work and output writes). The
-load of wave i+1 runs under the compute of wave i (double buffering); see :func:`add_gemm`.
+**Waves.** The output (M x N) is cut into ``chunks`` equal row blocks (the stages of a staggered
+GEMM; 1 for a plain GEMM), each tiled into macro-tiles (partial tiles at the edges cost a full
+tile: tile quantization), dispatched in production order (chunk by chunk in ``order``; inside a chunk
+row-major or column-major, ``compute.raster``) in waves of ``cus x wg_per_cu`` workgroups. A wave's
+CU time is ``ceil(tiles / cus) x t_tile``.
+
+**L2 reuse (DRAM reads).** A wave reads each distinct operand block it needs once (its tiles run
+together, so a row block of A or column block of B shared by several of its tiles is fetched once).
+A block used before hits in the L2 with the probability that it was not evicted: between its two
+uses the GEMM touched ``d`` bytes of other data — half of each end wave's blocks (the K loop
+streams them), every block of the waves between, and the output those waves stored, unless the
+stores bypass the L2 (T3's ``remote_map`` / ``dma_map`` stores are uncached: ``bypass``). With
+lines hashed uniformly over the sets of an ``A``-way LRU cache, the block's set receives
+``Poisson(d / (line x sets))`` other lines, and the block survives if fewer than ``A`` arrive:
+``P_hit(d) = P[Poisson(lambda) <= A - 1]`` (:func:`l2_hit`), ``sets = l2_usable_fraction x l2_bytes /
+(line x ways)``. First uses miss.
+
+**K-loop streaming.** A wave does not load its operands before computing: after an exposed
+*prologue* that fills the pipeline (the first ``k_stages x k_step`` of K, i.e. that share of the
+wave's DRAM reads), its CUs compute while the rest streams in: the *body* op couples the CU work,
+the remaining reads and the output writes, so when the memory cannot deliver, compute waits. The
+next wave's prologue starts when the wave's body ends (one workgroup per CU: no prefetch a wave
+ahead). The loads are a *closed* memory stream (:mod:`t3.sim.memory`): while a workgroup computes on
+one stage the others load, so ``k_stages - 1`` stages per workgroup are in flight (``(tm + tn) x k_step``
+elements each at the L2, times the share that misses to DRAM); when the loaded latency exceeds the
+compute time of those stages, compute waits.
 """
 
 from __future__ import annotations
@@ -24,18 +46,24 @@ from dataclasses import dataclass
 
 from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
-from t3.workload.sublayers import GemmShape
+from t3.sim.memory import HbmTiming
+from t3.workload.sublayers import DTYPE_BYTES, GemmShape
+
+# Macro-tiles a GEMM library offers (rows x columns of the output per workgroup), largest first.
+TILES = ((256, 256), (256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
 
 
 @dataclass(frozen=True)
 class Wave:
     index: int
     n_tiles: int
-    segments: tuple[tuple[int, int, int], ...]  # (chunk, first tile, end tile) in the chunk's row-major order
-    read_bytes: float
+    segments: tuple[tuple[int, int, int], ...]  # (chunk, first tile, end tile) in the chunk's tile order
+    read_bytes: float  # DRAM reads of the whole wave (prologue + body)
     write_bytes: dict[int, float]  # chunk -> output bytes written by this wave
-    compute_s: float  # alone, on `cus_used` CUs
+    compute_s: float  # CU time alone, on `cus_used` CUs
     cus_used: int
+    prologue_bytes: float = 0.0  # DRAM reads before compute can start (the first K stages)
+    window_bytes: float = 0.0  # DRAM bytes the wave keeps in flight (0: no window limit)
 
 
 @dataclass(frozen=True)
@@ -51,6 +79,8 @@ class GemmPlan:
     cus: int
     t_tile: float
     waves: tuple[Wave, ...]
+    raster: str = "row"
+    bypass: frozenset[int] = frozenset()  # chunk positions whose stores bypass the L2
 
     @property
     def tiles(self) -> int:
@@ -68,6 +98,10 @@ class GemmPlan:
     def read_bytes(self) -> float:
         return sum(w.read_bytes for w in self.waves)
 
+    @property
+    def kernel(self) -> str:
+        return f"{self.tile_m}x{self.tile_n}"
+
     def last_wave_of_chunk(self) -> dict[int, int]:
         last: dict[int, int] = {}
         for w in self.waves:
@@ -75,13 +109,120 @@ class GemmPlan:
                 last[c] = w.index
         return last
 
+    def tile_rc(self, t: int) -> tuple[int, int]:
+        """(tile row inside the chunk, tile column) of the chunk's ``t``-th tile in dispatch order."""
+        if self.raster == "column":
+            c, r = divmod(t, self.tiles_m_chunk)
+            return r, c
+        return divmod(t, self.tiles_n)
+
     def tile_box(self, chunk: int, t: int) -> tuple[int, int, int, int]:
         """(row0, row1, col0, col1) of tile ``t`` of ``chunk`` in output coordinates."""
-        r, c = divmod(t, self.tiles_n)
+        r, c = self.tile_rc(t)
         r0 = chunk * self.chunk_rows + r * self.tile_m
         r1 = min(r0 + self.tile_m, (chunk + 1) * self.chunk_rows)
         c0 = c * self.tile_n
         return r0, r1, c0, min(c0 + self.tile_n, self.shape.n)
+
+    def wave_alone_s(self, w: Wave, hw: Hardware) -> tuple[float, float]:
+        """(prologue, body) seconds of wave ``w`` alone on the GPU: the closed form of what the engine
+        does with :func:`add_gemm`'s two ops (memory model included)."""
+        timing = _timing(hw)
+        cap = hw.hbm.effective_Bps
+        pro = 0.0
+        if w.prologue_bytes > 0:
+            pro = w.prologue_bytes / _stream_rate(timing, cap, w.window_bytes, cap)
+        wb = sum(w.write_bytes.values())
+        body_r = w.read_bytes - w.prologue_bytes
+        tot = body_r + wb
+        if tot <= 0:
+            return pro, w.compute_s
+        c_eff = cap * timing.eta(wb / tot)
+        x = _stream_rate(timing, c_eff, w.window_bytes if body_r > 0 else 0.0, tot / w.compute_s)
+        return pro, max(w.compute_s, tot / x)
+
+    def alone_s(self, hw: Hardware, launch: bool = True) -> float:
+        """Contention-free time (s) of the whole GEMM alone: launch + every wave's prologue and body."""
+        t = hw.compute.kernel_launch_s if launch else 0.0
+        for w in self.waves:
+            p, b = self.wave_alone_s(w, hw)
+            t += p + b
+        return t
+
+
+def _timing(hw: Hardware) -> HbmTiming:
+    h = hw.hbm
+    return HbmTiming(h.turnaround, h.latency_s, h.service_s, h.queue_entries, h.channels, h.entry_bytes)
+
+
+def _stream_rate(timing: HbmTiming, cap: float, window: float, demand: float) -> float:
+    """Bytes/s of one stream alone on the memory: at most its demand and the capacity; a closed stream
+    (``window`` > 0 with a latency) at most ``window / L(rho)`` at its own utilisation (bisection)."""
+    x = min(demand, cap)
+    if window <= 0 or timing.latency_s <= 0 or x <= window / timing.latency(x / cap):
+        return x
+    lo, hi = 0.0, x
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if window / timing.latency(mid / cap) > mid:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def l2_hit(d_bytes: float, hw: Hardware) -> float:
+    """Probability that an L2 line survives ``d_bytes`` of other distinct data touched between two
+    uses: hashed ``ways``-way LRU sets, ``P[Poisson(d / (line x sets)) <= ways - 1]``."""
+    c = hw.compute
+    sets = c.l2_usable_fraction * c.l2_bytes / (c.l2_line_bytes * c.l2_ways)
+    lam = d_bytes / (c.l2_line_bytes * sets)
+    if lam <= 0:
+        return 1.0
+    term = math.exp(-lam)
+    total = term
+    for j in range(1, c.l2_ways):
+        term *= lam / j
+        total += term
+    return min(1.0, total)
+
+
+def tile_flops_per_s(hw: Hardware, tm: int, tn: int, dtype: str) -> float:
+    """FLOP/s one CU sustains on a ``tm x tn`` tile: the inner loop at ``gemm_efficiency`` of the matrix
+    peak at the GEMM clock, or the CU's share of the L2 bandwidth times the tile's operand intensity."""
+    c = hw.compute
+    rate = c.matrix_flops_per_clk_per_cu.get(dtype)
+    if rate is None:
+        raise ScheduleError(f"dtype: hardware '{hw.name}' has no matrix rate for {dtype}")
+    clock = c.gemm_clock_hz or c.clock_hz
+    peak = rate * clock * c.gemm_efficiency
+    if c.l2_Bps is None:
+        return peak
+    intensity = 2.0 * tm * tn / ((tm + tn) * DTYPE_BYTES[dtype])  # FLOP per byte read from the L2
+    return min(peak, c.l2_Bps / c.cus * intensity)
+
+
+_PLANS: dict = {}
+
+
+def _key(hw: Hardware) -> tuple:
+    c, h = hw.compute, hw.hbm
+    return (
+        c.cus, c.clock_hz, c.gemm_clock_hz, tuple(sorted(c.matrix_flops_per_clk_per_cu.items())),
+        c.gemm_efficiency, c.wg_per_cu, c.tile_m, c.tile_n, c.l2_bytes, c.l2_usable_fraction, c.l2_ways,
+        c.l2_line_bytes, c.l2_Bps, c.k_step, c.k_stages, c.raster, c.kernel_launch_s, h.bandwidth_Bps,
+        h.efficiency, h.turnaround, h.latency_s, h.service_s,
+    )  # fmt: skip
+
+
+def tile_menu(hw: Hardware) -> list[tuple[int, int]]:
+    """The macro-tiles the GPU's GEMM library offers: every tile of :data:`TILES` no larger (in either
+    dimension) than the preset's own, which is always offered."""
+    c = hw.compute
+    menu = [(tm, tn) for tm, tn in TILES if tm <= c.tile_m and tn <= c.tile_n]
+    if (c.tile_m, c.tile_n) not in menu:
+        menu.insert(0, (c.tile_m, c.tile_n))
+    return menu
 
 
 def plan_gemm(
@@ -91,7 +232,12 @@ def plan_gemm(
     cus: int | None = None,
     chunks: int = 1,
     order: tuple[int, ...] | None = None,
+    bypass: frozenset[int] | set[int] = frozenset(),
+    tile: tuple[int, int] | None = None,
 ) -> GemmPlan:
+    """The plan a GEMM library would run: the menu tile with the least contention-free time (or
+    ``tile``), its waves, DRAM reads and K-loop split. ``bypass``: chunk positions (in ``order``) whose
+    output stores do not allocate in the L2. Memoised (plans are immutable)."""
     c = hw.compute
     cus = c.cus if cus is None else cus
     if not 0 < cus <= c.cus:
@@ -101,61 +247,117 @@ def plan_gemm(
     order = tuple(range(chunks)) if order is None else tuple(order)
     if sorted(order) != list(range(chunks)):
         raise ScheduleError(f"order: {order} is not a permutation of the {chunks} chunks")
-    bm, bn = c.tile_m, c.tile_n
+    bypass = frozenset(bypass)
+    key = (shape, _key(hw), cus, chunks, order, bypass, tile)
+    hit = _PLANS.get(key)
+    if hit is not None:
+        return hit
+    if tile is not None:
+        plan = _plan(shape, hw, cus, chunks, order, bypass, tile)
+    else:
+        best = None
+        for t in tile_menu(hw):
+            p = _plan(shape, hw, cus, chunks, order, bypass, t)
+            est = p.alone_s(hw)
+            if best is None or est < best[0] * (1 - 1e-12):
+                best = (est, p)
+        plan = best[1]
+    if len(_PLANS) > 50_000:
+        _PLANS.clear()
+    _PLANS[key] = plan
+    return plan
+
+
+def _plan(shape, hw, cus, chunks, order, bypass, tile) -> GemmPlan:
+    c = hw.compute
+    bm, bn = tile
     rows = shape.m // chunks
     tm = math.ceil(rows / bm)
     tn = math.ceil(shape.n / bn)
     tiles_c = tm * tn
     wave_size = cus * c.wg_per_cu
-    rate = c.matrix_flops_per_clk_per_cu.get(shape.dtype)
-    if rate is None:
-        raise ScheduleError(f"dtype: hardware '{hw.name}' has no matrix rate for {shape.dtype}")
-    t_tile = 2.0 * bm * bn * shape.k / (rate * c.clock_hz * c.gemm_efficiency)
+    t_tile = 2.0 * bm * bn * shape.k / tile_flops_per_s(hw, bm, bn, shape.dtype)
     eb = shape.elem_bytes
     a_block = bm * shape.k * eb
     b_block = bn * shape.k * eb
-    b_fits = shape.k * shape.n * eb <= c.l2_bytes * c.l2_usable_fraction
-    col_seen = [False] * tn
-    out_c = rows * shape.n * eb
-    waves = []
+    out_tile = rows * shape.n * eb / tiles_c
+    column = c.raster == "column"
+    kfrac = min(1.0, c.k_stages * c.k_step / shape.k)
+    # a workgroup computes on one stage while the others load: k_stages - 1 stages in flight (at least 1)
+    slice_bytes = max(1, c.k_stages - 1) * (bm + bn) * c.k_step * eb
     total = tiles_c * chunks
-    for w, lo in enumerate(range(0, total, wave_size)):
+    nwaves = math.ceil(total / wave_size)
+    # pass 1: the distinct blocks and the (allocating) output of every wave
+    wave_sets: list[tuple[set[int], set[int], list, dict[int, float], int]] = []
+    ws_bytes, out_alloc = [], []
+    for lo in range(0, total, wave_size):
         hi = min(lo + wave_size, total)
+        arows: set[int] = set()
+        bcols: set[int] = set()
         segs = []
-        reads = 0.0
         writes: dict[int, float] = {}
-        cols: set[int] | None = set()
+        alloc = 0.0
         for pos, ch in enumerate(order):
             a, b = max(lo, pos * tiles_c) - pos * tiles_c, min(hi, (pos + 1) * tiles_c) - pos * tiles_c
             if a >= b:
                 continue
             segs.append((ch, a, b))
-            writes[ch] = writes.get(ch, 0.0) + out_c * (b - a) / tiles_c
-            # new A row blocks: rows whose first tile lies in [a, b)
-            first_row = a // tn + (1 if a % tn else 0)
-            last_row = (b - 1) // tn
-            reads += max(0, last_row - first_row + 1) * a_block
-            if cols is not None:
-                if b - a >= tn:
-                    cols = None  # every column
-                else:  # tiles a .. b-1 of the chunk cover these columns (wrapping at most once)
-                    c0 = a % tn
-                    cols.update(range(c0, min(c0 + b - a, tn)))
-                    cols.update(range(0, c0 + b - a - tn))
-        ucols = range(tn) if cols is None else sorted(cols)
-        if b_fits:
-            new = [j for j in ucols if not col_seen[j]]
-            for j in new:
-                col_seen[j] = True
-            reads += len(new) * b_block
-        else:
-            reads += len(ucols) * b_block
-        n = hi - lo
+            nb = out_tile * (b - a)
+            writes[ch] = writes.get(ch, 0.0) + nb
+            if pos not in bypass:
+                alloc += nb
+            base = ch * tm  # global index of the chunk's first tile row (A row block)
+            if column:  # tile t of the chunk: column t // tm, row t % tm
+                bcols.update(range(a // tm, (b - 1) // tm + 1))
+                arows.update(base + r for r in _wrapped(a, b, tm))
+            else:  # row-major: row t // tn, column t % tn
+                arows.update(range(base + a // tn, base + (b - 1) // tn + 1))
+                bcols.update(_wrapped(a, b, tn))
+        wave_sets.append((arows, bcols, segs, writes, hi - lo))
+        ws_bytes.append(len(arows) * a_block + len(bcols) * b_block)
+        out_alloc.append(alloc)
+    # pass 2: reuse distances -> DRAM reads (blocks grouped by the wave that used them last)
+    pws = [0.0]
+    pout = [0.0]
+    for w in range(nwaves):
+        pws.append(pws[-1] + ws_bytes[w])
+        pout.append(pout[-1] + out_alloc[w])
+    last_a: dict[int, int] = {}
+    last_b: dict[int, int] = {}
+    waves = []
+    for w, (arows, bcols, segs, writes, n) in enumerate(wave_sets):
+        prev: dict[int, float] = {}
+        cold = 0.0
+        for blocks, last, size in ((arows, last_a, a_block), (bcols, last_b, b_block)):
+            for x in blocks:
+                p = last.get(x)
+                if p is None:
+                    cold += size
+                else:
+                    prev[p] = prev.get(p, 0.0) + size
+                last[x] = w
+        reads = cold
+        for p, nbytes in prev.items():
+            d = 0.5 * ws_bytes[p] + (pws[w] - pws[p + 1]) + 0.5 * ws_bytes[w] + (pout[w] - pout[p])
+            reads += nbytes * (1.0 - l2_hit(d, hw))
         per_cu = math.ceil(n / cus)
-        waves.append(Wave(w, n, tuple(segs), reads, writes, per_cu * t_tile, min(n, cus)))
-    # A rows partly covered by the first wave of a chunk start mid-row only if a wave boundary splits
-    # it; their read was charged where the row starts, so the total is exactly M/bm row blocks.
-    return GemmPlan(shape, chunks, order, bm, bn, tm, tn, wave_size, cus, t_tile, tuple(waves))
+        used = min(n, cus)
+        l2_reads = n * (a_block + b_block)
+        window = used * c.wg_per_cu * slice_bytes * (reads / l2_reads) if l2_reads > 0 else 0.0
+        waves.append(Wave(w, n, tuple(segs), reads, writes, per_cu * t_tile, used, reads * kfrac, window))
+    return GemmPlan(
+        shape, chunks, order, bm, bn, tm, tn, wave_size, cus, t_tile, tuple(waves), c.raster, bypass
+    )
+
+
+def _wrapped(a: int, b: int, width: int) -> range | list[int]:
+    """Minor indices (mod ``width``) that tiles ``a .. b-1`` of a line-major walk cover."""
+    if b - a >= width:
+        return range(width)
+    c0, hi = a % width, a % width + b - a
+    if hi <= width:
+        return range(c0, hi)
+    return list(range(c0, width)) + list(range(0, hi - width))
 
 
 def add_gemm(
@@ -167,30 +369,30 @@ def add_gemm(
     deps: list = (),
     prio: int = 0,
     launch: bool = True,
+    stores: dict[int, float] | None = None,
 ) -> list[tuple[int, str]]:
-    """Add the plan's waves on ``gpu`` as load/compute op pairs; returns the compute-op refs by wave."""
+    """Add the plan's waves on ``gpu``: per wave a prologue (``<prefix>.L<i>``, its first K stages'
+    reads) and a body (``<prefix>.C<i>``: CU work, the remaining reads and the output writes, coupled).
+    ``stores`` overrides the bytes each wave writes locally (by wave index). Returns the body refs."""
     hw = b.hw
-    cu, hbm = b.cu(gpu), b.hbm(gpu)
+    cu, hbm, hbm_w = b.cu(gpu), b.hbm(gpu), b.hbm_w(gpu)
     refs = []
     for w in plan.waves:
-        load_deps = list(deps) if w.index == 0 else [(gpu, f"{prefix}.L{w.index - 1}")]
-        if w.index >= 2:
-            load_deps.append((gpu, f"{prefix}.C{w.index - 2}"))
+        load_deps = list(deps) if w.index == 0 else [(gpu, f"{prefix}.C{w.index - 1}")]
         b.add(
             gpu, f"{prefix}.L{w.index}", kind="gemm-load", cat="gemm",
-            work=[(hbm, w.read_bytes)],
+            work=[(hbm, w.prologue_bytes)],
             delay_s=hw.compute.kernel_launch_s if (launch and w.index == 0) else 0.0,
-            deps=load_deps, traffic={"gemm_read": w.read_bytes}, prio=prio,
+            deps=load_deps, traffic={"gemm_read": w.prologue_bytes}, prio=prio, window=w.window_bytes,
         )  # fmt: skip
-        cdeps = [(gpu, f"{prefix}.L{w.index}")]
-        if w.index:
-            cdeps.append((gpu, f"{prefix}.C{w.index - 1}"))
-        wbytes = sum(w.write_bytes.values())
+        wbytes = sum(w.write_bytes.values()) if stores is None else stores.get(w.index, 0.0)
+        body_reads = w.read_bytes - w.prologue_bytes
         b.add(
             gpu, f"{prefix}.C{w.index}", kind="gemm-compute", cat="gemm",
-            work=[(cu, w.compute_s * w.cus_used), (hbm, wbytes)],
+            work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, wbytes)],
             caps=[(cu, float(w.cus_used))],
-            deps=cdeps, traffic={"gemm_write": wbytes}, prio=prio,
+            deps=[(gpu, f"{prefix}.L{w.index}")],
+            traffic={"gemm_read": body_reads, "gemm_write": wbytes}, prio=prio, window=w.window_bytes,
         )  # fmt: skip
         refs.append((gpu, f"{prefix}.C{w.index}"))
     return refs

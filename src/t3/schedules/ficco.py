@@ -33,14 +33,14 @@ with the same dependencies).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
 from t3.ficco.space import Axes, FiccoOperator
 from t3.ops.collectives import Executor, all_gather, all_to_all, reduce_scatter, transfer_work
-from t3.ops.gemm import GemmPlan, Wave, add_gemm, plan_gemm
+from t3.ops.gemm import GemmPlan, add_gemm, plan_gemm
 from t3.sim.schedule import Ref, Schedule, ScheduleBuilder
 from t3.workload.sublayers import GemmShape
 
@@ -53,75 +53,10 @@ class Piece:
     units: tuple[Unit, ...]
 
 
-# GEMM kernel selection. A GEMM library picks a smaller macro-tile when a GEMM has too few tiles to
-# fill the GPU; smaller tiles reuse each loaded operand fewer times and run at a lower fraction of
-# the matrix peak. Menu: (tile_m, tile_n, efficiency relative to the 256x256 tile). The relative
-# efficiencies are unknowns, chosen (not calibrated: no measured piece times are available); tiles
-# larger than the preset's own macro-tile are not offered. No stream-K / split-K kernels.
-TILE_MENU = ((256, 256, 1.0), (256, 128, 0.97), (128, 128, 0.9), (128, 64, 0.8), (64, 64, 0.6))
-# Speed knob: consecutive full waves of a GEMM plan are merged into at most this many wave ops
-# (first and last wave kept separate so the exposed first load and the tail quantization stay exact).
-MAX_WAVE_OPS = 6
-
-_PLANS: dict = {}
-
-
-def _menu(hw: Hardware) -> list[tuple[int, int, float]]:
-    c = hw.compute
-    area = c.tile_m * c.tile_n
-    ok = [t for t in TILE_MENU if t[0] * t[1] <= area]
-    base = max((t[2] for t in ok if (t[0], t[1]) == (c.tile_m, c.tile_n)), default=ok[0][2])
-    return [(tm, tn, e / base) for tm, tn, e in ok]
-
-
-def _coarsen(plan: GemmPlan) -> GemmPlan:
-    w = plan.waves
-    if len(w) <= MAX_WAVE_OPS:
-        return plan
-    mid = w[1:-1]
-    groups = MAX_WAVE_OPS - 2
-    size = math.ceil(len(mid) / groups)
-    merged = [w[0]]
-    for i in range(0, len(mid), size):
-        grp = mid[i : i + size]
-        writes: dict[int, float] = {}
-        for x in grp:
-            for c, v in x.write_bytes.items():
-                writes[c] = writes.get(c, 0.0) + v
-        merged.append(
-            Wave(0, sum(x.n_tiles for x in grp), tuple(s for x in grp for s in x.segments),
-                 sum(x.read_bytes for x in grp), writes, sum(x.compute_s for x in grp), grp[0].cus_used)
-        )  # fmt: skip
-    merged.append(w[-1])
-    merged = [replace(x, index=i) for i, x in enumerate(merged)]
-    return replace(plan, waves=tuple(merged))
-
-
 def gemm_plan(shape: GemmShape, hw: Hardware, cus: int | None = None) -> GemmPlan:
-    """The plan a GEMM library would run: the menu tile with the least estimated time, coarsened."""
-    cus = hw.compute.cus if cus is None else cus
-    key = (hw.name, str(hw.compute), str(hw.hbm), shape, cus)
-    if key in _PLANS:
-        return _PLANS[key]
-    best = None
-    for tm, tn, rel in _menu(hw):
-        h = (
-            hw.with_overrides(
-                {
-                    "compute.tile_m": tm,
-                    "compute.tile_n": tn,
-                    "compute.gemm_efficiency": hw.compute.gemm_efficiency * rel,
-                }
-            )
-            if (tm, tn, rel) != (hw.compute.tile_m, hw.compute.tile_n, 1.0)
-            else hw
-        )
-        p = plan_gemm(shape, h, cus=cus)
-        est = max(p.compute_s, p.read_bytes / hw.hbm.effective_Bps)
-        if best is None or est < best[0] * (1 - 1e-12):
-            best = (est, p)
-    _PLANS[key] = plan = _coarsen(best[1])
-    return plan
+    """The plan a GEMM library runs for a piece: the one GEMM model's (:func:`t3.ops.gemm.plan_gemm`:
+    tile choice, waves, L2 reuse, K-loop streaming)."""
+    return plan_gemm(shape, hw, cus=cus)
 
 
 def comm_cus(hw: Hardware, n: int) -> int:

@@ -34,7 +34,7 @@ from t3.config.hardware import Hardware
 from t3.errors import ConfigError, ScheduleError
 from t3.functional import FunctionalRun
 from t3.hardware.address_map import AddressMap, direct_rs_maps, ring_rs_maps, stagger_order
-from t3.hardware.mca import McaPolicy, mca_threshold
+from t3.hardware.mca import McaPolicy, first_stage_intensity, mca_threshold
 from t3.hardware.nmc import nmc_reduce_scatter, require_nmc, update_work
 from t3.hardware.tracker import SEMAPHORE_KIND, TrackerModel
 from t3.ops.collectives import all_gather
@@ -42,7 +42,7 @@ from t3.ops.gemm import GemmPlan, plan_gemm
 from t3.schedules.base import Outcome, RunOptions, register, summarize
 from t3.schedules.baselines import ideal_overlap, sequential_schedule
 from t3.sim.engine import DeadlockError
-from t3.sim.schedule import Schedule, ScheduleBuilder
+from t3.sim.schedule import Schedule, ScheduleBuilder, hbm_timing
 from t3.workload.sublayers import GemmShape, Operator
 
 Piece = tuple[int, int, int, int]  # (sender wave, receiver wave or -1, first tile, end tile) of a chunk
@@ -70,7 +70,7 @@ def _pieces(segs, p: int, q: int, cut: bool) -> list[Piece]:
     return out
 
 
-def staggered_plan(op: Operator, hw: Hardware) -> tuple[GemmPlan, bool]:
+def staggered_plan(op: Operator, hw: Hardware, bypass: frozenset[int] = frozenset()) -> tuple[GemmPlan, bool]:
     """The GEMM cut into N = TP chunks, one per stage; returns (plan, chunks are output columns).
 
     Chunks are row blocks of the output. When a row block is shorter than a macro-tile (M/N <
@@ -82,9 +82,9 @@ def staggered_plan(op: Operator, hw: Hardware) -> tuple[GemmPlan, bool]:
     n, g = op.tp, op.gemm
     if g.m % n == 0 and g.m // n < hw.compute.tile_m:
         if g.n % n == 0 and g.n // n >= hw.compute.tile_m:
-            return plan_gemm(GemmShape(g.n, g.m, g.k, g.dtype), hw, chunks=n), True
+            return plan_gemm(GemmShape(g.n, g.m, g.k, g.dtype), hw, chunks=n, bypass=bypass), True
         hw = hw.with_overrides({"compute.tile_m": g.m // n})
-    return plan_gemm(g, hw, chunks=n), False
+    return plan_gemm(g, hw, chunks=n, bypass=bypass), False
 
 
 FUNCTIONAL_CONFIGS = ("t3", "t3-mca")
@@ -106,7 +106,7 @@ class T3Builder:
         self.name, self.op, self.hw, self.opts, self.mca = name, op, hw, opts, mca
         self.n = n = op.tp
         self.b = ScheduleBuilder(name, hw, n, symmetric=opts.symmetric and not opts.functional)
-        self.plan, self.columns = staggered_plan(op, hw)
+        self.plan, self.columns = staggered_plan(op, hw, bypass=frozenset(range(n - 1)))
         self.ring = hw.topology.kind == "ring"
         self.maps: list[AddressMap] = ring_rs_maps(n) if self.ring else direct_rs_maps(n)
         self.tracker = TrackerModel.from_hardware(hw)
@@ -119,8 +119,9 @@ class T3Builder:
         )
         self.theta = self.intensity = None
         if mca:
-            self.theta, self.intensity = mca_threshold(self.plan, hw)
-            self.b.policies["hbm"] = McaPolicy(self.theta, hw.mca.starvation_share)
+            self.intensity = self._first_stage_intensity()
+            self.theta = mca_threshold(self.intensity, hw)
+            self.b.policies["hbm"] = McaPolicy(self.theta, hw.mca.starvation_share, hbm_timing(hw))
         self.comm_prio = 1 if mca else 0
         self.fn: FunctionalRun | None = None
         if opts.functional:
@@ -133,6 +134,18 @@ class T3Builder:
         self._out: dict[tuple[int, int], tuple[str, int, list[Piece], bool]] = {}
         self._senders: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self.counts = {"gemm_write_local": 0.0, "gemm_write_remote": 0.0, "triggers": 0, "dma_commands": 0}
+
+    def _first_stage_intensity(self) -> float:
+        """HBM utilisation of the GEMM's first stage alone (its waves' bytes over their time alone):
+        what the memory controller measures before any communication starts."""
+        plan, hw = self.plan, self.hw
+        first = plan.order[0]
+        nbytes = t = 0.0
+        for w in plan.waves:
+            if any(c == first for c, _, _ in w.segments):
+                nbytes += w.read_bytes + sum(w.write_bytes.values())
+                t += sum(plan.wave_alone_s(w, hw))
+        return first_stage_intensity(nbytes, t, hw)
 
     # ---- the address map seen from one GPU ------------------------------------------------------
     def position(self, gpu: int, chunk: int) -> int:
@@ -198,6 +211,9 @@ class T3Builder:
             for p in range(n):
                 _, _, pieces, _ = self.outgoing(g, p)
                 done += [(g, f"rs.{p}.{i}") for i in range(len(pieces))]
+                done += [
+                    (g, f"rs.{p}.{i}.burst") for i in range(len(pieces)) if b.has(g, f"rs.{p}.{i}.burst")
+                ]
             done += self.incoming(g, n - 1, 0, plan.tiles_m_chunk * plan.tiles_n)
             b.add(g, "rs.done", kind="rs-done", cat="rs", deps=done, prio=self.comm_prio)
         all_gather(b, self.op.comm_bytes, start=lambda g: [(g, "rs.done")])
@@ -205,8 +221,13 @@ class T3Builder:
         return b.build()
 
     def _gemm(self, g: int, order: tuple[int, ...], kinds: list[str]) -> None:
+        """The GEMM's waves (:func:`t3.ops.gemm.add_gemm`'s prologue + body per wave), with T3's stores:
+        a body writes locally only its tiles of local and dma_mapped chunks; its tiles of a
+        remote_mapped chunk leave as remote stores while it computes, and the next wave's prologue
+        waits for them to drain (store backpressure). A body opens the tracker entries of its
+        dma_mapped tiles."""
         b, hw, plan, fn, tr = self.b, self.hw, self.plan, self.fn, self.tracker
-        cu, hbm = b.cu(g), b.hbm(g)
+        cu, hbm, hbm_w = b.cu(g), b.hbm(g), b.hbm_w(g)
         remote_pos = {p for p, k in enumerate(kinds) if k == "remote"}
         # table entries a wave opens: one per wavefront tile of its dma_mapped groups (as its DMAs release)
         opens = [0] * len(plan.waves)
@@ -218,24 +239,22 @@ class T3Builder:
         stores_prev: list[tuple[int, str]] = []
         stage_ops: list[list[int]] = [[] for _ in range(self.n)]
         for w in plan.waves:
-            load_deps = [] if w.index == 0 else [(g, f"gemm.L{w.index - 1}")]
-            if w.index >= 2:
-                load_deps.append((g, f"gemm.C{w.index - 2}"))
+            load_deps = [] if w.index == 0 else [(g, f"gemm.C{w.index - 1}")] + stores_prev
             lo = b.add(
-                g, f"gemm.L{w.index}", kind="gemm-load", cat="gemm", work=[(hbm, w.read_bytes)],
+                g, f"gemm.L{w.index}", kind="gemm-load", cat="gemm", work=[(hbm, w.prologue_bytes)],
                 delay_s=hw.compute.kernel_launch_s if w.index == 0 else 0.0,
-                deps=load_deps, traffic={"gemm_read": w.read_bytes},
+                deps=load_deps, traffic={"gemm_read": w.prologue_bytes}, window=w.window_bytes,
             )  # fmt: skip
             local = sum(v for pos, v in w.write_bytes.items() if pos not in remote_pos)
             self.counts["gemm_write_local"] += local
-            cdeps = (
-                [(g, f"gemm.L{w.index}")] + ([(g, f"gemm.C{w.index - 1}")] if w.index else []) + stores_prev
-            )
+            body_reads = w.read_bytes - w.prologue_bytes
             acquire = [(b.semaphore(g, SEMAPHORE_KIND, tr.entries), opens[w.index])] if opens[w.index] else []
             o = b.add(
                 g, f"gemm.C{w.index}", kind="gemm-compute", cat="gemm",
-                work=[(cu, w.compute_s * w.cus_used), (hbm, local)], caps=[(cu, float(w.cus_used))],
-                deps=cdeps, traffic={"gemm_write": local}, acquire=acquire,
+                work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, local)],
+                caps=[(cu, float(w.cus_used))], deps=[(g, f"gemm.L{w.index}")],
+                traffic={"gemm_read": body_reads, "gemm_write": local}, acquire=acquire,
+                window=w.window_bytes,
             )  # fmt: skip
             for pos, _, _ in w.segments:
                 stage_ops[pos] += [lo.id, o.id]
@@ -260,15 +279,14 @@ class T3Builder:
         for i, (w1, _, lo, hi) in enumerate(pieces):
             nb = (hi - lo) * self.tile_bytes
             ent = tr.entries_for(hi - lo)
-            upd, ch = update_work(b, r, nb)
+            upd = update_work(b, r, nb)
             work = [(x, nb) for x in b.path(g, r)] + upd
             key = f"rs.{p}.{i}"
             if kind == "remote":
                 self.counts["gemm_write_remote"] += nb
-                deps = [(g, f"gemm.L{w1}")] + ([(g, f"gemm.C{w1 - 1}")] if w1 else [])
                 o = b.add(
-                    g, key, kind="remote-store", cat="rs", work=work, delay_s=lat, deps=deps,
-                    traffic={"rs_write": ch, "link": nb}, prio=self.comm_prio,
+                    g, key, kind="remote-store", cat="rs", work=work, delay_s=lat, deps=[(g, f"gemm.L{w1}")],
+                    traffic={"rs_write": nb, "link": nb}, prio=self.comm_prio,
                 )  # fmt: skip
                 if fn is not None:
                     o.on_finish = lambda g=g, r=r, c=c, lo=lo, hi=hi: fn.remote_store(g, r, c, lo, hi)
@@ -276,11 +294,20 @@ class T3Builder:
                 self.counts["triggers"] += ent
                 self.counts["dma_commands"] += 1
                 deps = [(g, f"gemm.C{w1}")] + self.incoming(g, p, lo, hi)
-                work += [(b.hbm(g), nb), (b.dma(g), nb)]
+                window = hw.dma.engines * hw.dma.inflight_bytes
+                burst = min(nb, hw.dma.engines * hw.dma.staging_bytes)
+                if burst > 0:  # the engines read ahead of the link into their staging buffers
+                    b.add(
+                        g, f"{key}.burst", kind="dma-burst", cat="rs", work=[(b.hbm(g), burst)],
+                        delay_s=hw.dma.command_overhead_s, deps=deps, traffic={"rs_read": burst},
+                        prio=self.comm_prio, window=window,
+                    )  # fmt: skip
+                work += [(b.hbm(g), nb - burst), (b.dma(g), nb)]
                 o = b.add(
                     g, key, kind="dma", cat="rs", work=work, delay_s=lat + hw.dma.command_overhead_s,
-                    deps=deps, traffic={"rs_read": nb, "rs_write": ch, "link": nb}, prio=self.comm_prio,
-                    release=[(b.semaphore(g, SEMAPHORE_KIND, tr.entries), ent)],
+                    deps=deps, traffic={"rs_read": nb - burst, "rs_write": nb, "link": nb},
+                    prio=self.comm_prio, release=[(b.semaphore(g, SEMAPHORE_KIND, tr.entries), ent)],
+                    window=window,
                 )  # fmt: skip
                 if fn is not None:
                     o.on_start = lambda g=g, key=key, c=c, lo=lo, hi=hi: fn.dma_read(g, key, c, lo, hi)

@@ -1,0 +1,147 @@
+"""The GEMM model (t3.ops.gemm): L2 hit curve, reuse with write-allocate pollution and bypass, K-loop
+streaming, tile choice, and one model for every caller."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from t3.config.hardware import load_hardware
+from t3.ops.gemm import add_gemm, l2_hit, plan_gemm, tile_flops_per_s, tile_menu
+from t3.schedules import RunOptions, get_config
+from t3.schedules.t3 import staggered_plan
+from t3.sim.engine import Engine
+from t3.sim.schedule import ScheduleBuilder
+from t3.workload import get_model, sublayer_operator
+from t3.workload.sublayers import GemmShape
+
+
+@pytest.fixture(scope="module")
+def hw():
+    return load_hardware("paper-80cu")
+
+
+def test_l2_hit_curve_matches_poisson_closed_form_and_hashed_sets(hw):
+    c = hw.compute
+    sets = c.l2_usable_fraction * c.l2_bytes / (c.l2_line_bytes * c.l2_ways)
+    for frac in (0.5, 1.0, 1.3, 2.0):
+        d = frac * c.l2_bytes
+        lam = d / (c.l2_line_bytes * sets)
+        closed = sum(math.exp(-lam) * lam**j / math.factorial(j) for j in range(c.l2_ways))
+        assert l2_hit(d, hw) == pytest.approx(closed, rel=1e-9)
+    # brute force: hash d/line distinct lines uniformly over the sets; a line survives if fewer than
+    # `ways` others land in its set
+    rng = np.random.default_rng(0)
+    s = int(sets)
+    for frac in (0.9, 1.2):
+        lines = int(frac * c.l2_bytes / c.l2_line_bytes)
+        counts = np.bincount(rng.integers(0, s, size=lines), minlength=s)
+        probe = rng.integers(0, s, size=20000)
+        empirical = float(np.mean(counts[probe] < c.l2_ways))
+        assert l2_hit(frac * c.l2_bytes, hw) == pytest.approx(empirical, abs=0.02)
+    # monotone: more data touched in between, fewer hits
+    ds = [x * c.l2_bytes for x in (0.1, 0.5, 0.9, 1.1, 1.5, 3.0)]
+    hits = [l2_hit(d, hw) for d in ds]
+    assert all(a >= b for a, b in zip(hits, hits[1:], strict=False)) and hits[0] > 0.999 and hits[-1] < 1e-3
+
+
+def test_operands_that_fit_are_read_from_dram_once(hw):
+    small = GemmShape(4096, 1024, 512)  # A 4 MB + B 1 MB: far below the 16 MB L2
+    p = plan_gemm(small, hw)
+    assert p.read_bytes == pytest.approx(small.m * small.k * 2 + small.k * small.n * 2, rel=1e-3)
+    assert sum(sum(w.write_bytes.values()) for w in p.waves) == pytest.approx(small.out_bytes)
+
+
+def test_t3_stores_bypass_the_l2_so_the_gemm_reads_no_more_and_less_when_b_does_not_fit(hw):
+    for model, sub in (("t-nlg", "fc2"), ("t-nlg", "op"), ("mega-gpt-2", "fc2"), ("mega-gpt-2", "ip-bwd")):
+        op = sublayer_operator(get_model(model), sub, 8)
+        seq, _ = staggered_plan(op, hw)
+        t3, _ = staggered_plan(op, hw, bypass=frozenset(range(7)))
+        assert t3.read_bytes <= seq.read_bytes * (1 + 1e-12)
+        b_bytes = op.gemm.k * op.gemm.n * 2
+        if b_bytes > hw.compute.l2_bytes:  # B does not fit: every wave's output evicts part of it
+            assert t3.read_bytes < 0.98 * seq.read_bytes
+    # and the simulated runs count exactly those reads
+    op = sublayer_operator(get_model("t-nlg"), "fc2", 8)
+    r_seq = get_config("sequential").run(op, hw, RunOptions()).dram_bytes["gemm_read"]
+    r_t3 = get_config("t3").run(op, hw, RunOptions()).dram_bytes["gemm_read"]
+    assert r_t3 < 0.98 * r_seq
+
+
+def test_column_raster_is_the_row_raster_of_the_transposed_product(hw):
+    col = hw.with_overrides({"compute.raster": "column"})
+    for m, n, k in ((8192, 4256, 2128), (4096, 12288, 1024)):
+        a = plan_gemm(GemmShape(m, n, k), col, tile=(128, 128))
+        b = plan_gemm(GemmShape(n, m, k), hw, tile=(128, 128))
+        assert a.read_bytes == pytest.approx(b.read_bytes, rel=1e-9)
+        assert [w.n_tiles for w in a.waves] == [w.n_tiles for w in b.waves]
+
+
+def _alone(shape, hw, cus=None):
+    b = ScheduleBuilder("g", hw, 2)
+    plan = plan_gemm(shape, hw, cus=cus)
+    add_gemm(b, 0, plan)
+    return Engine().run(b.build()).makespan, plan
+
+
+@pytest.mark.parametrize("preset", ["paper-80cu", "h100-8", "mi300x-8"])
+@pytest.mark.parametrize(
+    "mnk", [(8192, 4256, 2128), (4096, 4096, 256), (1024, 8192, 8192), (12288, 12288, 12288)]
+)
+def test_engine_gemm_alone_equals_the_plans_closed_form(preset, mnk):
+    hw = load_hardware(preset)
+    t, plan = _alone(GemmShape(*mnk, "fp16"), hw)
+    assert t == pytest.approx(plan.alone_s(hw), rel=1e-6)
+
+
+def test_prologue_is_exposed_and_grows_with_latency(hw):
+    shape = GemmShape(8192, 4256, 532)  # short K: the first K stages are a large share of the reads
+    t0, p = _alone(shape, hw)
+    assert t0 > p.compute_s + hw.compute.kernel_launch_s  # no free prefetch a wave ahead
+    slow = hw.with_overrides({"hbm.latency_s": 4 * hw.hbm.latency_s})
+    t1, _ = _alone(shape, slow)
+    assert t1 > t0
+    w = p.waves[1]
+    assert w.prologue_bytes == pytest.approx(w.read_bytes * hw.compute.k_stages * hw.compute.k_step / 532)
+
+
+def test_compute_bound_gemm_runs_at_the_tile_rate_times_waves(hw):
+    shape = GemmShape(8192, 8192, 8192)
+    t, p = _alone(shape, hw)
+    rate = tile_flops_per_s(hw, p.tile_m, p.tile_n, "fp16")
+    per_wave = 2 * p.tile_m * p.tile_n * shape.k / rate
+    waves = math.ceil(p.tiles / p.wave_size)
+    assert p.compute_s == pytest.approx(per_wave * waves)
+    assert p.compute_s <= t <= p.compute_s * 1.05 + hw.compute.kernel_launch_s
+
+
+def test_tile_choice_is_the_least_alone_time_of_the_menu(hw):
+    for shape in (GemmShape(1024, 4256, 532), GemmShape(8192, 4256, 2128), GemmShape(768, 768, 4096)):
+        best = min(tile_menu(hw), key=lambda t: plan_gemm(shape, hw, tile=t).alone_s(hw))
+        p = plan_gemm(shape, hw)
+        assert (p.tile_m, p.tile_n) == best
+
+
+def test_small_tiles_are_slower_per_flop_when_the_l2_cannot_feed_them():
+    hw = load_hardware("paper-80cu", {"compute.gemm_efficiency": 1.0})
+    big = tile_flops_per_s(hw, 128, 128, "fp16")
+    small = tile_flops_per_s(hw, 64, 64, "fp16")
+    assert small < big
+    c = hw.compute
+    assert small == pytest.approx(c.l2_Bps / c.cus * 2 * 64 * 64 / (128 * 2))
+
+
+def test_one_gemm_model_for_run_ficco_and_the_selector():
+    from t3.ficco.pipeline import gemm_alone_s
+    from t3.schedules.ficco import gemm_alone_schedule
+
+    for preset in ("h100-8", "mi300x-8"):
+        hw = load_hardware(preset)
+        shape = GemmShape(12288, 12288, 12288, "bf16")
+        t_run, plan = _alone(shape, hw)
+        t_ficco = Engine().run(gemm_alone_schedule([(shape, False)], hw, 8)).makespan
+        t_sel = gemm_alone_s(shape, hw, hw.compute.cus)
+        assert t_ficco == pytest.approx(t_run, rel=1e-9)
+        assert t_sel == pytest.approx(t_run, rel=1e-6)

@@ -115,3 +115,14 @@ def test_a_malformed_dataset_file_is_a_one_line_error(tmp_path):
     p = _t3("validate", "--data", str(f))
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "mine.toml: row 1 ('a'): role: missing field" in p.stderr
+
+
+def test_markdown_has_the_summary_and_one_line_per_row():
+    p = _t3("validate", "--markdown", "--category", "gemm_tflops")
+    assert p.returncode == 0, p.stderr
+    ids = [r.id for r in load_dataset() if r.category == "gemm_tflops"]
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("| category | role | rows |")
+    assert sum(line.startswith("| gemm_tflops |") for line in lines) == 2  # calibration, validation
+    for i in ids:
+        assert sum(line.startswith(f"| {i} |") and "TFLOPS" in line for line in lines) == 1

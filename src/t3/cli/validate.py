@@ -20,6 +20,7 @@ _CAT = typer.Option(
 _HW = typer.Option(None, "--hardware", help="only rows of this preset (e.g. h100-8)")
 _JSON = typer.Option(False, "--json", help="print one JSON object (rows and summary)")
 _PLOT = typer.Option(None, "--plot", help="write one predicted-vs-measured PNG per category into this folder")
+_MD = typer.Option(False, "--markdown", help="print the summary and the per-row table as Markdown")
 _DATA = typer.Option(None, "--data", help="dataset file(s) to use instead of the shipped dataset (repeatable)")
 
 PROGRESS_AFTER_S = 2.0  # the progress bar appears once a run has taken this long
@@ -75,7 +76,7 @@ class _Progress:
 @app.command()
 def validate(
     role: str = _ROLE, category: str = _CAT, hardware: str = _HW, as_json: bool = _JSON,
-    plot: Path = _PLOT, data: list[Path] = _DATA,
+    plot: Path = _PLOT, markdown: bool = _MD, data: list[Path] = _DATA,
 ) -> None:  # fmt: skip
     """Predict every published measurement of the dataset and print measured, predicted and error."""
     from t3.validation import load_dataset, run, select, summarize
@@ -98,6 +99,9 @@ def validate(
             doc["plots"] = plots
         print(json.dumps(doc, indent=1))
         return
+    if markdown:
+        print(to_markdown(outcomes, summary))
+        return
     c = Console(width=160)
     t = Table(title=f"{len(outcomes)} published measurements: measured vs predicted (error = predicted / measured - 1)")
     for col in ("row", "role", "hardware", "workload", "measured", "predicted", "unit", "error"):
@@ -116,3 +120,20 @@ def validate(
     c.print(s)
     for p in plots:
         c.print(f"wrote {p}")
+
+
+def to_markdown(outcomes, summary) -> str:
+    """The summary and the per-row table as Markdown (what docs/validation.md shows)."""
+    out = [
+        "| category | role | rows | median \\|error\\| | max \\|error\\| | signs right | worst row |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for g in summary:
+        signs = f"{g['sign_right']} / {g['sign_rows']}" if "sign_rows" in g else "-"
+        out.append(f"| {g['category']} | {g['role']} | {g['rows']} | {g['median_abs_error'] * 100:.1f} % | "
+                   f"{g['max_abs_error'] * 100:.1f} % | {signs} | {g['worst']} |")  # fmt: skip
+    out += ["", "| row | role | workload | measured | predicted | unit | error |", "|---|---|---|---:|---:|---|---:|"]
+    for o in outcomes:
+        out.append(f"| {o.row.id} | {o.row.role} | {describe(o.row)} | {_fmt(o.measured)} | {_fmt(o.predicted)} | "
+                   f"{o.unit} | {o.error * 100:+.1f} % |")  # fmt: skip
+    return "\n".join(out)

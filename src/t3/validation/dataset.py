@@ -33,6 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from t3.api import COLLECTIVE_OPS, OVERLAP_OPS
 from t3.errors import ConfigError
 
 ROLES = ("calibration", "validation")
@@ -45,8 +46,6 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
     "overlap_time": ("ms", "us"),  # one implementation's time
 }
 
-COLLECTIVE_OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
-OVERLAP_OPS = ("ag-gemm", "gemm-rs", "moe")
 
 
 @dataclass(frozen=True)
@@ -108,14 +107,6 @@ class Row:
     workload: dict[str, Any]
     published: dict[str, float] = field(default_factory=dict)
     origin: str = ""  # the file the row came from
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id, "category": self.category, "role": self.role, "hardware": self.hardware,
-            "measured": self.measured, "unit": self.unit, "workload": dict(self.workload),
-            "published": dict(self.published), "source": self.source, "locator": self.locator,
-            "conventions": self.conventions,
-        }  # fmt: skip
 
 
 def data_files() -> list[Path]:

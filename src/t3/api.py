@@ -1,4 +1,15 @@
-"""Public entry points: simulate one sublayer under one configuration and get a plain record."""
+"""Public entry points, each returning a plain record (times in seconds, bandwidths in bytes/s).
+
+- :func:`run`: one tensor-parallel sublayer under one configuration (``t3 run``).
+- :func:`gemm`: one GEMM alone on one GPU of a preset (``time_s``, ``tflops``).
+- :func:`collective`: one collective on ``gpus`` GPUs, sized like nccl-tests (``time_s``, ``algbw_Bps``,
+  ``busbw_Bps`` and the ``algo`` that ran).
+- :func:`overlap`: one communication-dependent GEMM (FiCCO's ``ag-gemm`` / ``gemm-rs`` / ``moe``) under one
+  named schedule, or the fastest one (``schedule="best"``).
+
+Every input is validated before any simulation; a bad one raises :class:`t3.errors.T3Error` naming the
+field. ``t3 validate`` compares these predictions with published measurements (``docs/validation.md``).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +19,7 @@ from typing import Any
 from t3.config.hardware import Hardware, load_hardware
 from t3.schedules import Outcome, RunOptions, get_config
 from t3.workload import get_model, sublayer_operator
-from t3.workload.sublayers import Operator
+from t3.workload.sublayers import GemmShape, Operator
 
 
 def resolve(
@@ -60,3 +71,209 @@ def run(
         require_functional(config)
     out = spec.run(op, hw, options)
     return record(op, hw, config, out)
+
+
+# --------------------------------------------------------------------------------------------------
+# Predictions for single operations: a GEMM, a collective, an overlapped GEMM + collective.
+# Each is a thin layer: validate the inputs, call one model entry point, return a record.
+
+COLLECTIVE_OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
+
+# nccl-tests size conventions: all_reduce size = the buffer; reduce_scatter size = the full input;
+# all_gather size = the full output; all_to_all size = the whole send buffer of one GPU.
+# busbw = algbw x factor(n), algbw = size / time (nccl-tests doc/PERFORMANCE.md).
+_BUSBW_FACTOR = {
+    "all_reduce": lambda n: 2.0 * (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+}
+
+
+def busbw_factor(op: str, gpus: int) -> float:
+    """nccl-tests bus-bandwidth factor of ``op`` on ``gpus`` GPUs (busbw = size / time x factor)."""
+    _check_choice("op", op, COLLECTIVE_OPS)
+    return _BUSBW_FACTOR[op](_check_int("gpus", gpus, 2))
+
+
+def _check_int(field: str, value: Any, minimum: int) -> int:
+    from t3.errors import ConfigError
+
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{field}: must be an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{field}: must be >= {minimum}, got {value}")
+    return value
+
+
+def _check_choice(field: str, value: Any, choices: tuple[str, ...] | list[str]) -> str:
+    from t3.errors import ConfigError
+
+    if value not in choices:
+        raise ConfigError(f"{field}: unknown {field} {value!r} (available: {', '.join(choices)})")
+    return value
+
+
+def _hardware(hardware: str | Path | Hardware) -> Hardware:
+    return hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
+
+
+def _check_dtype(dtype: Any, hw: Hardware) -> str:
+    from t3.errors import ConfigError
+    from t3.workload.sublayers import DTYPE_BYTES
+
+    _check_choice("dtype", dtype, tuple(DTYPE_BYTES))
+    if dtype not in hw.compute.matrix_flops_per_clk_per_cu:
+        have = ", ".join(sorted(hw.compute.matrix_flops_per_clk_per_cu))
+        raise ConfigError(f"dtype: hardware '{hw.name}' has no matrix rate for {dtype} (have {have})")
+    return dtype
+
+
+def _check_gpus(gpus: Any, hw: Hardware) -> int:
+    from t3.errors import ConfigError
+
+    n = _check_int("gpus", gpus, 2)
+    if n > hw.topology.gpus:
+        raise ConfigError(
+            f"gpus: {n} GPUs exceed the {hw.topology.kind} of {hw.topology.gpus} GPUs of '{hw.name}'"
+        )
+    return n
+
+
+def gemm(
+    m: int, n: int, k: int, dtype: str = "bf16", hardware: str | Path | Hardware = "h100-8"
+) -> dict[str, Any]:
+    """One GEMM ``(m x k) @ (k x n)`` alone on one GPU (all CUs, one kernel launch).
+
+    Returns ``time_s`` and ``tflops`` (2 m n k / time / 1e12) with the inputs echoed."""
+    for field, v in (("m", m), ("n", n), ("k", k)):
+        _check_int(field, v, 1)
+    hw = _hardware(hardware)
+    _check_dtype(dtype, hw)
+    t = _gemm_time_s(GemmShape(m, n, k, dtype), hw)
+    return {
+        "m": m, "n": n, "k": k, "dtype": dtype, "hardware": hw.name,
+        "time_s": t, "tflops": 2.0 * m * n * k / t / 1e12,
+    }  # fmt: skip
+
+
+def _gemm_time_s(shape: GemmShape, hw: Hardware) -> float:
+    """The GEMM model entry point: the tiled plan of ``t3.ops.gemm`` run alone by the engine."""
+    from t3.ops.gemm import add_gemm, plan_gemm
+    from t3.sim.engine import Engine
+    from t3.sim.schedule import ScheduleBuilder
+
+    b = ScheduleBuilder("gemm", hw, hw.topology.gpus, symmetric=True)
+    add_gemm(b, 0, plan_gemm(shape, hw))
+    return Engine().run(b.build()).makespan
+
+
+def collective_algos(op: str, hardware: str | Path | Hardware = "h100-8") -> list[str]:
+    """Algorithms ``collective(op, ..., algo=...)`` accepts on ``hardware`` (``auto`` first)."""
+    _check_choice("op", op, COLLECTIVE_OPS)
+    kind = _hardware(hardware).topology.kind
+    if op == "all_to_all":
+        return [] if kind == "ring" else ["auto", "direct"]
+    return ["auto", "ring"] if kind == "ring" else ["auto", "ring", "direct"]
+
+
+def collective(
+    op: str, nbytes: int, gpus: int = 8, hardware: str | Path | Hardware = "h100-8", algo: str = "auto"
+) -> dict[str, Any]:
+    """One collective alone on ``gpus`` GPUs, sized as nccl-tests sizes it.
+
+    ``nbytes``: all_reduce = the buffer; reduce_scatter = the full input; all_gather = the full output;
+    all_to_all = one GPU's whole send buffer (``nbytes / gpus`` to each peer). Returns ``time_s``,
+    ``algbw_Bps`` (= nbytes / time) and ``busbw_Bps`` (= algbw x the nccl-tests factor: 2(n-1)/n for
+    all_reduce, (n-1)/n otherwise), and ``algo``, the algorithm that ran (``auto`` resolved)."""
+    from t3.errors import ConfigError
+
+    _check_choice("op", op, COLLECTIVE_OPS)
+    nbytes = _check_int("nbytes", nbytes, 1)
+    hw = _hardware(hardware)
+    n = _check_gpus(gpus, hw)
+    valid = collective_algos(op, hw)
+    if not valid:
+        raise ConfigError(f"op: {op} is modelled on mesh and switch topologies only, '{hw.name}' is a ring")
+    _check_choice("algo", algo, valid)
+    ran = _resolve_algo(op, hw) if algo == "auto" else algo
+    t = _collective_time_s(op, nbytes, n, hw, ran)
+    algbw = nbytes / t
+    return {
+        "op": op, "nbytes": nbytes, "gpus": n, "hardware": hw.name, "algo": ran, "time_s": t,
+        "algbw_Bps": algbw, "busbw_Bps": algbw * _BUSBW_FACTOR[op](n),
+    }  # fmt: skip
+
+
+def _resolve_algo(op: str, hw: Hardware) -> str:
+    """What ``auto`` picks: the topology's algorithm (ring on a ring, direct on mesh and switch)."""
+    return "ring" if hw.topology.kind == "ring" else "direct"
+
+
+def _collective_time_s(op: str, nbytes: int, n: int, hw: Hardware, algo: str) -> float:
+    """The collective model entry point: ``t3.ops.collectives`` on a builder of ``n`` GPUs, run alone."""
+    from t3.ops import collectives as c
+    from t3.sim.engine import Engine
+    from t3.sim.schedule import ScheduleBuilder
+
+    b = ScheduleBuilder(f"{op}-{algo}", hw, n, symmetric=True)
+    rs, ag = {
+        "ring": (c.ring_reduce_scatter, c.ring_all_gather),
+        "direct": (c.direct_reduce_scatter, c.direct_all_gather),
+    }[algo]
+    if op == "all_reduce":
+        done = rs(b, float(nbytes))
+        ag(b, float(nbytes), start=lambda g: done[b.canon(g)])
+    elif op == "reduce_scatter":
+        rs(b, float(nbytes))
+    elif op == "all_gather":
+        ag(b, float(nbytes))
+    else:
+        per_peer = nbytes / n
+        c.all_to_all(b, [[0.0 if g == h else per_peer for h in range(n)] for g in range(n)])
+    return Engine().run(b.build()).makespan
+
+
+OVERLAP_OPS = ("ag-gemm", "gemm-rs", "moe")
+
+
+def overlap(
+    op: str, m: int, n: int, k: int, gpus: int = 8, hardware: str | Path | Hardware = "h100-8",
+    schedule: str = "bulk-g1-M-cu", dtype: str = "bf16",
+) -> dict[str, Any]:  # fmt: skip
+    """One communication-dependent GEMM (FiCCO's operations, sizes as in ``t3 ficco explore``) under
+    one schedule. ``schedule``: a FiCCO schedule name (``bulk-g1-M-cu`` = the collective, then the
+    GEMM, no overlap) or ``"best"`` (every legal schedule; the fastest is returned with its name).
+
+    Returns ``time_s``, ``schedule`` (the one that ran), ``gemm_alone_s`` and ``comm_alone_s`` (the
+    operation's GEMM and collective each alone), ``contention_s`` and ``decomposition_s`` (the losses of
+    ``docs/ficco.md``)."""
+    from t3.errors import ConfigError
+    from t3.ficco.losses import explore
+    from t3.ficco.space import FiccoOperator, check_fits, legality, parse_name
+
+    _check_choice("op", op, OVERLAP_OPS)
+    for field, v in (("m", m), ("n", n), ("k", k)):
+        _check_int(field, v, 1)
+    hw = _hardware(hardware)
+    g = _check_gpus(gpus, hw)
+    _check_dtype(dtype, hw)
+    fop = FiccoOperator(op, m, n, k, g, dtype)
+    check_fits(fop, hw)
+    if not isinstance(schedule, str):
+        raise ConfigError(f"schedule: must be a schedule name or 'best', got {schedule!r}")
+    axes = None
+    if schedule != "best":
+        ax = parse_name(schedule)
+        why = legality(fop, hw, ax)
+        if why:
+            raise ConfigError(f"schedule: {schedule} cannot run {fop.describe()} on '{hw.name}': {why}")
+        axes = [ax]
+    ex = explore(fop, hw, axes)
+    best = ex.best()
+    return {
+        "op": op, "m": m, "n": n, "k": k, "gpus": g, "dtype": dtype, "hardware": hw.name,
+        "schedule": best.name, "time_s": best.time_s, "gemm_alone_s": ex.gemm_alone_s,
+        "comm_alone_s": ex.comm_alone_s, "contention_s": best.contention_s,
+        "decomposition_s": best.decomposition_s,
+    }  # fmt: skip

@@ -1,0 +1,139 @@
+"""``t3 validate``: every published measurement of the dataset beside ``t3``'s prediction of it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from t3.cli.main import app
+
+_ROLE = typer.Option(None, "--role", help="calibration or validation (default: both)")
+_CAT = typer.Option(
+    None, "--category", help="collective_busbw, gemm_tflops, overlap_speedup or overlap_time (default: all)"
+)
+_HW = typer.Option(None, "--hardware", help="only rows of this preset (e.g. h100-8)")
+_JSON = typer.Option(False, "--json", help="print one JSON object (rows and summary)")
+_PLOT = typer.Option(None, "--plot", help="write one predicted-vs-measured PNG per category into this folder")
+_MD = typer.Option(False, "--markdown", help="print the summary and the per-row table as Markdown")
+_DATA = typer.Option(None, "--data", help="dataset file(s) to use instead of the shipped dataset (repeatable)")
+
+PROGRESS_AFTER_S = 2.0  # the progress bar appears once a run has taken this long
+
+
+def _size(nbytes: int) -> str:
+    for unit, b in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= b and nbytes % b == 0:
+            return f"{nbytes // b} {unit}"
+    return f"{nbytes} B"
+
+
+def describe(row) -> str:
+    """A short human description of a row's workload."""
+    w = row.workload
+    if row.category == "collective_busbw":
+        algo = "" if w["algo"] == "auto" else f" {w['algo']}"
+        return f"{w['op']} {_size(w['nbytes'])}{algo}"
+    if row.category == "gemm_tflops":
+        return f"GEMM {w['m']}x{w['n']}x{w['k']} {w['dtype']}"
+    s = f"{w['op']} M={w['m']} N={w['n']} K={w['k']} {w['schedule']}"
+    return s + (f" vs {w['baseline']}" if row.category == "overlap_speedup" else "")
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}"
+
+
+class _Progress:
+    """A progress bar on stderr that only shows once the run has taken ``PROGRESS_AFTER_S``."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.bar = None
+        self.task = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            if time.perf_counter() - self.t0 < PROGRESS_AFTER_S or not sys.stderr.isatty():
+                return
+            from rich.progress import Progress
+
+            self.bar = Progress(console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("predicting rows", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+@app.command()
+def validate(
+    role: str = _ROLE, category: str = _CAT, hardware: str = _HW, as_json: bool = _JSON,
+    plot: Path = _PLOT, markdown: bool = _MD, data: list[Path] = _DATA,
+) -> None:  # fmt: skip
+    """Predict every published measurement of the dataset and print measured, predicted and error."""
+    from t3.validation import load_dataset, run, select, summarize
+
+    rows = select(load_dataset(data or None), role=role, category=category, hardware=hardware)
+    prog = _Progress()
+    try:
+        outcomes = run(rows, progress=prog)
+    finally:
+        prog.close()
+    summary = summarize(outcomes)
+    plots: list[str] = []
+    if plot is not None:
+        from t3.validation.plots import write_plots
+
+        plots = write_plots(outcomes, plot)
+    if as_json:
+        doc = {"rows": [o.as_dict() for o in outcomes], "summary": summary}
+        if plot is not None:
+            doc["plots"] = plots
+        print(json.dumps(doc, indent=1))
+        return
+    if markdown:
+        print(to_markdown(outcomes, summary))
+        return
+    c = Console(width=160)
+    t = Table(title=f"{len(outcomes)} published measurements: measured vs predicted (error = predicted / measured - 1)")
+    for col in ("row", "role", "hardware", "workload", "measured", "predicted", "unit", "error"):
+        t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
+    for o in outcomes:
+        t.add_row(o.row.id, o.row.role, o.row.hardware, describe(o.row), _fmt(o.measured), _fmt(o.predicted),
+                  o.unit, f"{o.error * 100:+.1f} %")  # fmt: skip
+    c.print(t)
+    s = Table(title="per category: |error| (calibration rows may be fitted, validation rows never are)")
+    for col in ("category", "role", "rows", "median |error|", "max |error|", "worst row", "signs right"):
+        s.add_column(col, justify="right" if col in ("rows", "median |error|", "max |error|") else "left")
+    for g in summary:
+        signs = f"{g['sign_right']} / {g['sign_rows']}" if "sign_rows" in g else "-"
+        s.add_row(g["category"], g["role"], str(g["rows"]), f"{g['median_abs_error'] * 100:.1f} %",
+                  f"{g['max_abs_error'] * 100:.1f} %", g["worst"], signs)  # fmt: skip
+    c.print(s)
+    for p in plots:
+        c.print(f"wrote {p}")
+
+
+def to_markdown(outcomes, summary) -> str:
+    """The summary and the per-row table as Markdown (what docs/validation.md shows)."""
+    out = [
+        "| category | role | rows | median \\|error\\| | max \\|error\\| | signs right | worst row |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for g in summary:
+        signs = f"{g['sign_right']} / {g['sign_rows']}" if "sign_rows" in g else "-"
+        out.append(f"| {g['category']} | {g['role']} | {g['rows']} | {g['median_abs_error'] * 100:.1f} % | "
+                   f"{g['max_abs_error'] * 100:.1f} % | {signs} | {g['worst']} |")  # fmt: skip
+    out += ["", "| row | role | workload | measured | predicted | unit | error |", "|---|---|---|---:|---:|---|---:|"]
+    for o in outcomes:
+        out.append(f"| {o.row.id} | {o.row.role} | {describe(o.row)} | {_fmt(o.measured)} | {_fmt(o.predicted)} | "
+                   f"{o.unit} | {o.error * 100:+.1f} % |")  # fmt: skip
+    return "\n".join(out)

@@ -1,0 +1,291 @@
+"""The dataset of published measurements: rows, their schema, and a loader that checks every field.
+
+A row is one published measurement (``data/*.toml``, one ``[[row]]`` table each)::
+
+    [[row]]
+    id = "mi300x-ar-1MiB-rocmblog-xgmi"      # unique; letters, digits, . _ -
+    category = "collective_busbw"            # what is compared (CATEGORIES)
+    role = "calibration"                     # calibration (may be fitted) | validation (never fitted)
+    hardware = "mi300x-8"                    # a preset name
+    measured = 66.9                          # the published value, in `unit`
+    unit = "GB/s"                            # one of the category's units
+    source = "https://..."                   # where it was published (URL, or a repository URL + path)
+    locator = "first all_reduce_perf output, out-of-place columns"   # the table / line in the source
+    conventions = "rccl-tests, out-of-place, CPU-timed, RCCL's default algorithm"
+    [row.workload]                           # what was measured: the category's fields (WORKLOADS)
+    op = "all_reduce"
+    nbytes = 1048576
+    [row.published]                          # optional: other numbers of the same source line
+    time_us = 27.42
+
+Unknown keys, missing fields, wrong types, unknown units, a source that is not a URL and numbers
+that contradict each other (a published time and bandwidth that do not satisfy the nccl-tests
+formula) are :class:`DatasetError` naming the file, the row and the field.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from t3.api import COLLECTIVE_OPS, OVERLAP_OPS
+from t3.errors import ConfigError
+
+ROLES = ("calibration", "validation")
+
+# category -> accepted units (the first one is the unit the category is compared in)
+CATEGORIES: dict[str, tuple[str, ...]] = {
+    "collective_busbw": ("GB/s", "us"),  # busbw (1e9 B/s), or the collective's time (busbw derived)
+    "gemm_tflops": ("TFLOPS", "ms"),  # 1e12 FLOP/s, or the GEMM's time (TFLOPS derived)
+    "overlap_speedup": ("x",),  # sequential time / fused time (> 1: the fused run gains)
+    "overlap_time": ("ms", "us"),  # one implementation's time
+}
+
+
+
+@dataclass(frozen=True)
+class Field:
+    kind: type
+    default: Any = None  # None: required
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+
+
+_OVERLAP = {
+    "op": Field(str, choices=OVERLAP_OPS),
+    "m": Field(int, minimum=1),
+    "n": Field(int, minimum=1),
+    "k": Field(int, minimum=1),
+    "gpus": Field(int, 8, minimum=2),
+    "dtype": Field(str, "bf16"),
+    "schedule": Field(str),
+}
+WORKLOADS: dict[str, dict[str, Field]] = {
+    "collective_busbw": {
+        "op": Field(str, choices=COLLECTIVE_OPS),
+        "nbytes": Field(int, minimum=1),
+        "gpus": Field(int, 8, minimum=2),
+        "algo": Field(str, "auto"),
+    },
+    "gemm_tflops": {
+        "m": Field(int, minimum=1),
+        "n": Field(int, minimum=1),
+        "k": Field(int, minimum=1),
+        "dtype": Field(str, "bf16"),
+    },
+    "overlap_speedup": {**_OVERLAP, "baseline": Field(str, "bulk-g1-M-cu")},
+    "overlap_time": dict(_OVERLAP),
+}
+
+_TOP = ("id", "category", "role", "hardware", "measured", "unit", "source", "locator", "conventions")
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_KEY = re.compile(r"^[a-z][A-Za-z0-9_]*$")
+# two published numbers of one source line agree within this (they are rounded independently)
+PUBLISHED_TOLERANCE = 0.01
+
+
+class DatasetError(ConfigError):
+    """A dataset row is malformed; the message names the file, the row and the field."""
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    category: str
+    role: str
+    hardware: str
+    measured: float
+    unit: str
+    source: str
+    locator: str
+    conventions: str
+    workload: dict[str, Any]
+    published: dict[str, float] = field(default_factory=dict)
+    origin: str = ""  # the file the row came from
+
+
+def data_files() -> list[Path]:
+    """The dataset files shipped with the package, in name order."""
+    d = resources.files("t3.validation").joinpath("data")
+    return sorted((Path(str(p)) for p in d.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name)
+
+
+def load_dataset(paths: list[Path] | None = None) -> list[Row]:
+    """Every row of the given dataset files (default: the shipped ones), checked, in file order."""
+    rows: list[Row] = []
+    seen: dict[str, str] = {}
+    for p in paths if paths is not None else data_files():
+        p = Path(p)
+        if not p.is_file():
+            raise DatasetError(f"dataset: file '{p}' not found")
+        for r in parse_rows(p.read_text(), p.name):
+            if r.id in seen:
+                raise DatasetError(f"{p.name}: row '{r.id}': id: duplicate (also in {seen[r.id]})")
+            seen[r.id] = p.name
+            rows.append(r)
+    return rows
+
+
+def parse_rows(text: str, origin: str) -> list[Row]:
+    """The rows of one dataset file's text (``origin`` names it in errors)."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise DatasetError(f"{origin}: not valid TOML: {err}") from None
+    extra = sorted(set(doc) - {"row"})
+    if extra:
+        raise DatasetError(f"{origin}: {extra[0]}: unknown top-level key (rows are [[row]] tables)")
+    items = doc.get("row", [])
+    if not isinstance(items, list):
+        raise DatasetError(f"{origin}: row: must be an array of tables ([[row]])")
+    return [_row(item, origin, i) for i, item in enumerate(items, 1)]
+
+
+def _row(item: Any, origin: str, index: int) -> Row:
+    name = item.get("id") if isinstance(item, dict) else None
+    where = f"{origin}: row {index}" + (f" ('{name}')" if isinstance(name, str) else "")
+
+    def fail(fieldname: str, msg: str) -> DatasetError:
+        return DatasetError(f"{where}: {fieldname}: {msg}")
+
+    if not isinstance(item, dict):
+        raise fail("row", "must be a table")
+    for k in item:
+        if k not in (*_TOP, "workload", "published"):
+            raise fail(k, "unknown field")
+    for k in _TOP:
+        if k not in item:
+            raise fail(k, "missing field")
+        if k == "measured":
+            continue
+        if not isinstance(item[k], str) or not item[k].strip():
+            raise fail(k, "must be a non-empty string")
+    rid, category, role, unit = item["id"], item["category"], item["role"], item["unit"]
+    if not _ID.match(rid):
+        raise fail("id", f"'{rid}' must be letters, digits, '.', '_' or '-'")
+    if category not in CATEGORIES:
+        raise fail("category", f"unknown category '{category}' (available: {', '.join(CATEGORIES)})")
+    if role not in ROLES:
+        raise fail("role", f"unknown role '{role}' (available: {', '.join(ROLES)})")
+    from t3.config.hardware import preset_names
+
+    if item["hardware"] not in preset_names():
+        raise fail("hardware", f"unknown preset '{item['hardware']}' (available: {', '.join(preset_names())})")
+    if unit not in CATEGORIES[category]:
+        raise fail("unit", f"'{unit}' is not a unit of {category} (use one of {', '.join(CATEGORIES[category])})")
+    measured = item["measured"]
+    if isinstance(measured, bool) or not isinstance(measured, int | float) or not math.isfinite(measured):
+        raise fail("measured", f"must be a number, got {measured!r}")
+    if measured <= 0:
+        raise fail("measured", f"must be > 0, got {measured}")
+    if not item["source"].startswith("https://"):
+        raise fail("source", "must be an https:// URL (a web page, or a repository file at a commit)")
+    workload = _workload(item.get("workload"), category, fail)
+    published = _published(item.get("published", {}), fail)
+    row = Row(
+        rid, category, role, item["hardware"], float(measured), unit, item["source"], item["locator"],
+        item["conventions"], workload, published, origin,
+    )  # fmt: skip
+    _consistency(row, fail)
+    return row
+
+
+def _workload(w: Any, category: str, fail) -> dict[str, Any]:
+    if w is None:
+        raise fail("workload", "missing table [row.workload]")
+    if not isinstance(w, dict):
+        raise fail("workload", "must be a table")
+    spec = WORKLOADS[category]
+    for k in w:
+        if k not in spec:
+            raise fail(f"workload.{k}", f"unknown field for {category} (fields: {', '.join(spec)})")
+    out: dict[str, Any] = {}
+    for k, f in spec.items():
+        if k not in w:
+            if f.default is None:
+                raise fail(f"workload.{k}", "missing field")
+            out[k] = f.default
+            continue
+        v = w[k]
+        if f.kind is int and (isinstance(v, bool) or not isinstance(v, int)):
+            raise fail(f"workload.{k}", f"must be an integer, got {v!r}")
+        if f.kind is str and not isinstance(v, str):
+            raise fail(f"workload.{k}", f"must be a string, got {v!r}")
+        if f.minimum is not None and v < f.minimum:
+            raise fail(f"workload.{k}", f"must be >= {f.minimum}, got {v}")
+        if f.choices and v not in f.choices:
+            raise fail(f"workload.{k}", f"unknown value '{v}' (available: {', '.join(f.choices)})")
+        out[k] = v
+    if "dtype" in out:
+        from t3.workload.sublayers import DTYPE_BYTES
+
+        if out["dtype"] not in DTYPE_BYTES:
+            raise fail("workload.dtype", f"unknown dtype '{out['dtype']}' (available: {', '.join(DTYPE_BYTES)})")
+    for k in ("schedule", "baseline"):
+        if k in out and out[k] != "best":
+            from t3.ficco.space import parse_name
+
+            try:
+                parse_name(out[k])
+            except ConfigError as err:
+                raise fail(f"workload.{k}", str(err).removeprefix("schedule: ")) from None
+    return out
+
+
+def _published(p: Any, fail) -> dict[str, float]:
+    if not isinstance(p, dict):
+        raise fail("published", "must be a table")
+    out: dict[str, float] = {}
+    for k, v in p.items():
+        if not _KEY.match(k):
+            raise fail(f"published.{k}", "names are letters, digits and '_', starting with a lower-case letter")
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
+            raise fail(f"published.{k}", f"must be a positive number, got {v!r}")
+        out[k] = float(v)
+    return out
+
+
+def _close(a: float, b: float, tol: float = PUBLISHED_TOLERANCE) -> bool:
+    return abs(a / b - 1.0) <= tol
+
+
+def _consistency(row: Row, fail) -> None:
+    """Numbers published together must agree with each other and with ``measured`` (closed forms)."""
+    from t3.validation.conventions import busbw_Bps, tflops
+
+    p, w = row.published, row.workload
+    time_s = p["time_us"] * 1e-6 if "time_us" in p else p["time_ms"] * 1e-3 if "time_ms" in p else None
+    if row.category == "collective_busbw":
+        if row.unit == "us" and time_s is not None and not _close(time_s * 1e6, row.measured):
+            raise fail("published.time_us", f"{p.get('time_us')} us differs from measured {row.measured} us")
+        if time_s is not None and "busbw_GBps" in p:
+            derived = busbw_Bps(w["op"], w["nbytes"], w["gpus"], time_s) / 1e9
+            if not _close(derived, p["busbw_GBps"]):
+                raise fail(
+                    "published.busbw_GBps",
+                    f"{p['busbw_GBps']} GB/s, but size / time x factor gives {derived:.2f} GB/s",
+                )
+        if row.unit == "GB/s" and "busbw_GBps" in p and not _close(p["busbw_GBps"], row.measured):
+            raise fail("measured", f"{row.measured} GB/s differs from published.busbw_GBps {p['busbw_GBps']}")
+    elif row.category == "gemm_tflops":
+        if time_s is not None:
+            derived = tflops(w["m"], w["n"], w["k"], time_s)
+            ref = p.get("tflops", row.measured if row.unit == "TFLOPS" else None)
+            if ref is not None and not _close(derived, ref):
+                raise fail("published.time_ms", f"2 M N K / time = {derived:.1f} TFLOPS, not {ref}")
+        if row.unit == "TFLOPS" and "tflops" in p and not _close(p["tflops"], row.measured):
+            raise fail("measured", f"{row.measured} TFLOPS differs from published.tflops {p['tflops']}")
+    elif row.category == "overlap_speedup":
+        for suffix in ("ms", "us"):
+            b, f = p.get(f"baseline_{suffix}"), p.get(f"fused_{suffix}")
+            if b is not None and f is not None and not _close(b / f, row.measured, 0.002):
+                raise fail("measured", f"{row.measured} x, but baseline / fused = {b / f:.4f}")
+    elif row.category == "overlap_time":
+        key = "time_ms" if row.unit == "ms" else "time_us"
+        if key in p and not _close(p[key], row.measured):
+            raise fail(f"published.{key}", f"{p[key]} {row.unit} differs from measured {row.measured}")

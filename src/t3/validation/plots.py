@@ -1,0 +1,74 @@
+"""Predicted-vs-measured figures of ``t3 validate --plot`` (matplotlib, Agg, deterministic bytes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+
+from t3.errors import ConfigError  # noqa: E402
+from t3.validation.conventions import QUANTITY  # noqa: E402
+from t3.validation.dataset import CATEGORIES  # noqa: E402
+from t3.validation.runner import Outcome  # noqa: E402
+
+META = {"Software": None}  # no version string in the PNG: same inputs -> same bytes
+COLORS = {"h100-8": "#2e7d32", "h200-8": "#00838f", "mi300x-8": "#c62828"}
+MARKERS = {"calibration": "o", "validation": "^"}
+BAND = 0.10  # the +-10 % band drawn around y = x
+
+
+def write_plots(outcomes: list[Outcome], folder: Path) -> list[str]:
+    """One log-log PNG per category present (``validate-<category>.png``); returns the paths written."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConfigError(f"plot: '{folder}' exists and is not a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for cat in CATEGORIES:
+        os_ = [o for o in outcomes if o.row.category == cat]
+        if os_:
+            path = folder / f"validate-{cat}.png"
+            _plot(cat, os_, path)
+            written.append(str(path))
+    return written
+
+
+def _plot(cat: str, os_: list[Outcome], path: Path) -> None:
+    unit = os_[0].unit
+    vals = [v for o in os_ for v in (o.measured, o.predicted)]
+    lo, hi = min(vals) / 1.5, max(vals) * 1.5
+    fig, ax = plt.subplots(figsize=(5.6, 5.0))
+    xs = [lo, hi]
+    ax.fill_between(xs, [x * (1 - BAND) for x in xs], [x * (1 + BAND) for x in xs], color="#e0e0e0",
+                    label=f"±{BAND * 100:.0f} %")  # fmt: skip
+    ax.plot(xs, xs, color="#616161", linewidth=1, label="predicted = measured")
+    seen = set()
+    for o in os_:
+        key = (o.row.hardware, o.row.role)
+        color = COLORS.get(o.row.hardware, "#1565c0")
+        ax.scatter(
+            [o.measured], [o.predicted], marker=MARKERS[o.row.role], s=28, linewidths=1,
+            edgecolors=color, facecolors="none" if o.row.role == "validation" else color,
+            label=None if key in seen else f"{o.row.hardware}, {o.row.role}",
+        )  # fmt: skip
+        seen.add(key)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel(f"measured ({unit})")
+    ax.set_ylabel(f"predicted ({unit})")
+    ax.set_title(f"{QUANTITY[cat]}: {len(os_)} rows")
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(True, which="both", linewidth=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata=META)
+    plt.close(fig)

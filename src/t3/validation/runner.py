@@ -1,0 +1,159 @@
+"""Run dataset rows through the public prediction API and summarise the errors.
+
+Each row is predicted by ``t3.api`` alone (:func:`predict`): a collective by ``collective``, a GEMM by
+``gemm``, an overlap speed-up by two ``overlap`` calls (baseline schedule / fused schedule), an overlap
+time by one. The relative error is ``predicted / measured - 1`` in the category's compared unit
+(:mod:`t3.validation.conventions`). Nothing here is fitted.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from t3 import api
+from t3.validation.conventions import COMPARED_UNIT, measured_compared
+from t3.validation.dataset import CATEGORIES, ROLES, DatasetError, Row
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One row with its prediction (both in the category's compared unit)."""
+
+    row: Row
+    measured: float
+    predicted: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def unit(self) -> str:
+        return COMPARED_UNIT[self.row.category]
+
+    @property
+    def error(self) -> float:
+        """Relative error, predicted / measured - 1 (signed)."""
+        return self.predicted / self.measured - 1.0
+
+    @property
+    def sign_right(self) -> bool | None:
+        """Overlap speed-up rows: do prediction and measurement agree on gain (> 1) or loss (< 1)?"""
+        if self.row.category != "overlap_speedup":
+            return None
+        return _sign(self.predicted) == _sign(self.measured)
+
+    def as_dict(self) -> dict[str, Any]:
+        r = self.row
+        d = {
+            "id": r.id, "category": r.category, "role": r.role, "hardware": r.hardware,
+            "workload": dict(r.workload), "unit": self.unit, "measured": self.measured,
+            "predicted": self.predicted, "error": self.error, "abs_error": abs(self.error),
+        }  # fmt: skip
+        if self.sign_right is not None:
+            d["sign_right"] = self.sign_right
+        d["detail"] = dict(self.detail)
+        d["published"] = {"value": r.measured, "unit": r.unit, "source": r.source, "locator": r.locator}
+        return d
+
+
+def _sign(ratio: float) -> int:
+    return (ratio > 1.0) - (ratio < 1.0)
+
+
+class Predictor:
+    """Predicts rows through ``t3.api``, remembering each distinct call (rows share baselines)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple, dict[str, Any]] = {}
+
+    def _call(self, fn: Callable[..., dict[str, Any]], **kw: Any) -> dict[str, Any]:
+        key = (fn.__name__, tuple(sorted(kw.items())))
+        if key not in self._memo:
+            self._memo[key] = fn(**kw)
+        return self._memo[key]
+
+    def predict(self, row: Row) -> Outcome:
+        w, hw = row.workload, row.hardware
+        if row.category == "collective_busbw":
+            r = self._call(api.collective, op=w["op"], nbytes=w["nbytes"], gpus=w["gpus"], hardware=hw,
+                           algo=w["algo"])  # fmt: skip
+            return Outcome(row, measured_compared(row), r["busbw_Bps"] / 1e9,
+                           {"algo": r["algo"], "time_s": r["time_s"]})  # fmt: skip
+        if row.category == "gemm_tflops":
+            r = self._call(api.gemm, m=w["m"], n=w["n"], k=w["k"], dtype=w["dtype"], hardware=hw)
+            return Outcome(row, measured_compared(row), r["tflops"], {"time_s": r["time_s"]})
+        shape = {k: w[k] for k in ("op", "m", "n", "k", "gpus", "dtype")}
+        fused = self._call(api.overlap, **shape, hardware=hw, schedule=w["schedule"])
+        if row.category == "overlap_time":
+            return Outcome(row, measured_compared(row), fused["time_s"] * 1e3,
+                           {"schedule": fused["schedule"], "time_s": fused["time_s"]})  # fmt: skip
+        base = self._call(api.overlap, **shape, hardware=hw, schedule=w["baseline"])
+        return Outcome(
+            row, measured_compared(row), base["time_s"] / fused["time_s"],
+            {"baseline": base["schedule"], "baseline_s": base["time_s"], "schedule": fused["schedule"],
+             "fused_s": fused["time_s"]},
+        )  # fmt: skip
+
+
+def select(
+    rows: Iterable[Row], role: str | None = None, category: str | None = None, hardware: str | None = None
+) -> list[Row]:
+    """Rows matching every given filter (checked: an unknown value is an error naming the option)."""
+    rows = list(rows)
+    if role is not None and role not in ROLES:
+        raise DatasetError(f"role: unknown role '{role}' (available: {', '.join(ROLES)})")
+    if category is not None and category not in CATEGORIES:
+        raise DatasetError(f"category: unknown category '{category}' (available: {', '.join(CATEGORIES)})")
+    if hardware is not None:
+        have = sorted({r.hardware for r in rows})
+        if hardware not in have:
+            raise DatasetError(f"hardware: no rows for '{hardware}' (rows exist for: {', '.join(have)})")
+    return [
+        r for r in rows
+        if (role is None or r.role == role) and (category is None or r.category == category)
+        and (hardware is None or r.hardware == hardware)
+    ]  # fmt: skip
+
+
+def run(rows: Iterable[Row], progress: Callable[[int, int], None] | None = None) -> list[Outcome]:
+    """Predict every row, in order; ``progress(done, total)`` is called after each."""
+    rows = list(rows)
+    p = Predictor()
+    out = []
+    for i, r in enumerate(rows, 1):
+        out.append(p.predict(r))
+        if progress:
+            progress(i, len(rows))
+    return out
+
+
+def summarize(outcomes: list[Outcome], by: tuple[str, ...] = ("category", "role")) -> list[dict[str, Any]]:
+    """Median and max |error| per group (default: category x role, in a fixed order), with the worst
+    row, and for overlap speed-ups how many signs (gain / loss) are right."""
+    order = {
+        "category": list(CATEGORIES), "role": list(ROLES),
+        "hardware": sorted({o.row.hardware for o in outcomes}),
+    }  # fmt: skip
+    groups: dict[tuple, list[Outcome]] = {}
+    for o in outcomes:
+        groups.setdefault(tuple(getattr(o.row, k) for k in by), []).append(o)
+    keys = sorted(groups, key=lambda g: tuple(order[k].index(v) for k, v in zip(by, g, strict=True)))
+    out = []
+    for g in keys:
+        os_ = groups[g]
+        errs = [abs(o.error) for o in os_]
+        worst = max(os_, key=lambda o: (abs(o.error), o.row.id))
+        d: dict[str, Any] = dict(zip(by, g, strict=True))
+        d.update(
+            rows=len(os_), median_abs_error=statistics.median(errs), max_abs_error=max(errs),
+            worst=worst.row.id,
+        )  # fmt: skip
+        if "category" in by:
+            d["unit"] = COMPARED_UNIT[os_[0].row.category]
+        signs = [o.sign_right for o in os_ if o.sign_right is not None]
+        if signs:
+            d["sign_right"] = sum(signs)
+            d["sign_rows"] = len(signs)
+        out.append(d)
+    return out

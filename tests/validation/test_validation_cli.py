@@ -1,0 +1,128 @@
+"""`t3 validate`: every row gets a prediction, errors follow the row's convention, filters and plots
+work, bad options give one-line errors. No test asserts how small the errors are (that is
+benchmarks/validation_targets.py's job)."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from t3.validation import load_dataset
+from t3.validation.conventions import measured_compared
+
+
+def _t3(*args):
+    return subprocess.run([sys.executable, "-m", "t3", *args], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def report():
+    p = _t3("validate", "--json")
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_every_row_has_a_prediction_and_its_error(report):
+    rows = load_dataset()
+    assert [r["id"] for r in report["rows"]] == [r.id for r in rows]
+    by_id = {r.id: r for r in rows}
+    for r in report["rows"]:
+        assert math.isfinite(r["predicted"]) and r["predicted"] > 0, r["id"]
+        assert r["measured"] == pytest.approx(measured_compared(by_id[r["id"]]))
+        assert r["error"] == pytest.approx(r["predicted"] / r["measured"] - 1)
+        assert r["abs_error"] == pytest.approx(abs(r["error"]))
+        if r["category"] == "overlap_speedup":
+            assert r["sign_right"] == ((r["predicted"] > 1) == (r["measured"] > 1))
+            assert r["predicted"] == pytest.approx(r["detail"]["baseline_s"] / r["detail"]["fused_s"])
+
+
+def test_time_rows_are_compared_as_busbw_with_the_nccl_tests_factor(report):
+    # Megatron-LM's all-gather of 2 MiB in 20.2 us on 8 GPUs: busbw = 2 MiB / 20.2 us x 7/8
+    r = next(x for x in report["rows"] if x["id"] == "h100-ag-2MiB-megatron5596")
+    assert r["unit"] == "GB/s" and r["published"] == {**r["published"], "value": 20.2, "unit": "us"}
+    assert r["measured"] == pytest.approx(2 * 2**20 / 20.2e-6 * 7 / 8 / 1e9)
+
+
+def test_summary_is_median_and_max_per_category_and_role(report):
+    for g in report["summary"]:
+        errs = [r["abs_error"] for r in report["rows"] if r["category"] == g["category"] and r["role"] == g["role"]]
+        assert g["rows"] == len(errs)
+        assert g["median_abs_error"] == pytest.approx(statistics.median(errs))
+        assert g["max_abs_error"] == pytest.approx(max(errs))
+        if g["category"] == "overlap_speedup":
+            signs = [r["sign_right"] for r in report["rows"] if r["category"] == g["category"] and r["role"] == g["role"]]
+            assert (g["sign_right"], g["sign_rows"]) == (sum(signs), len(signs))
+    assert {(g["category"], g["role"]) for g in report["summary"]} >= {
+        (c, "validation") for c in ("collective_busbw", "gemm_tflops", "overlap_speedup")
+    }
+
+
+def test_output_is_deterministic(report):
+    p = _t3("validate", "--json")
+    assert json.loads(p.stdout) == report
+
+
+def test_filters_select_rows():
+    p = _t3("validate", "--json", "--role", "validation", "--category", "gemm_tflops", "--hardware", "h100-8")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)["rows"]
+    assert rows and all(
+        r["role"] == "validation" and r["category"] == "gemm_tflops" and r["hardware"] == "h100-8" for r in rows
+    )
+
+
+def test_human_table_has_units_and_a_summary():
+    p = _t3("validate", "--category", "collective_busbw", "--hardware", "mi300x-8")
+    assert p.returncode == 0, p.stderr
+    assert "GB/s" in p.stdout and "median |error|" in p.stdout and "mi300x-ar-1MiB-rocmblog-xgmi" in p.stdout
+
+
+def test_plots_are_written_one_per_category(tmp_path):
+    p = _t3("validate", "--json", "--plot", str(tmp_path / "figs"))
+    assert p.returncode == 0, p.stderr
+    files = sorted((tmp_path / "figs").iterdir())
+    assert [f.name for f in files] == sorted(
+        f"validate-{c}.png" for c in ("collective_busbw", "gemm_tflops", "overlap_speedup", "overlap_time")
+    )
+    for f in files:
+        assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 10_000
+    assert sorted(json.loads(p.stdout)["plots"]) == [str(f) for f in files]
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--role", "fitted"], "role: unknown role 'fitted'"),
+        (["--category", "latency"], "category: unknown category 'latency'"),
+        (["--hardware", "b200"], "hardware: no rows for 'b200'"),
+    ],
+)
+def test_bad_options_are_one_line_errors(args, needle):
+    p = _t3("validate", *args)
+    assert p.returncode == 2
+    assert needle in p.stderr and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_a_malformed_dataset_file_is_a_one_line_error(tmp_path):
+    f = tmp_path / "mine.toml"
+    f.write_text('[[row]]\nid = "a"\ncategory = "gemm_tflops"\n')
+    p = _t3("validate", "--data", str(f))
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "mine.toml: row 1 ('a'): role: missing field" in p.stderr
+
+
+def test_markdown_has_the_summary_and_one_line_per_row():
+    p = _t3("validate", "--markdown", "--category", "gemm_tflops")
+    assert p.returncode == 0, p.stderr
+    ids = [r.id for r in load_dataset() if r.category == "gemm_tflops"]
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("| category | role | rows |")
+    assert sum(line.startswith("| gemm_tflops |") for line in lines) == 2  # calibration, validation
+    for i in ids:
+        assert sum(line.startswith(f"| {i} |") and "TFLOPS" in line for line in lines) == 1

@@ -161,7 +161,7 @@ def _stream_rate(timing: HbmTiming, cap: float, window: float, demand: float) ->
     x = min(demand, cap)
     if window <= 0 or timing.latency_s <= 0 or x <= window / timing.latency(x / cap):
         return x
-    lo, hi = 0.0, x
+    lo, hi = 0.0, min(x, window / timing.latency_s)
     for _ in range(60):
         mid = 0.5 * (lo + hi)
         if window / timing.latency(mid / cap) > mid:
@@ -339,7 +339,8 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile) -> GemmPlan:
         reads = cold
         for p, nbytes in prev.items():
             d = 0.5 * ws_bytes[p] + (pws[w] - pws[p + 1]) + 0.5 * ws_bytes[w] + (pout[w] - pout[p])
-            reads += nbytes * (1.0 - l2_hit(d, hw))
+            miss = 1.0 - l2_hit(d, hw)
+            reads += nbytes * miss if miss > 1e-12 else 0.0
         per_cu = math.ceil(n / cus)
         used = min(n, cus)
         l2_reads = n * (a_block + b_block)

@@ -19,7 +19,7 @@ app = typer.Typer(
 
 def _register() -> None:
     # one module per command; each registers itself on `app` (or on `reproduce_app`)
-    from t3.cli import ficco, presets, reproduce, reproduce_ficco, reproduce_t3, run, sweep  # noqa: F401
+    from t3.cli import ficco, presets, reproduce, reproduce_ficco, reproduce_t3, run, sweep, trace  # noqa: F401
 
 
 def main() -> None:

@@ -16,11 +16,14 @@ from t3.cli.main import app
 from t3.errors import ConfigError
 
 trace_app = typer.Typer(
-    help="Your trace: import a torch.profiler trace, project T3 / FiCCO overlap on a preset.", no_args_is_help=True
+    help="Your trace: import a torch.profiler trace, project T3 / FiCCO overlap on a preset.",
+    no_args_is_help=True,
 )
 app.add_typer(trace_app, name="trace")
 
-_MODEL = typer.Option(None, "--model", help="zoo name, model TOML or Hugging Face config.json: labels pairs by sublayer")
+_MODEL = typer.Option(
+    None, "--model", help="zoo name, model TOML or Hugging Face config.json: labels pairs by sublayer"
+)
 _JSON = typer.Option(False, "--json", help="print one JSON object")
 
 
@@ -110,8 +113,7 @@ def import_cmd(
     if un:
         c.print(
             f"unpaired collectives: {len(un)} ({fmt_time(sum(x.dur_s for x in un))}, exposed "
-            f"{fmt_time(sum(x.exposed_s for x in un))}): "
-            + ", ".join(sorted({x.op for x in un}))
+            f"{fmt_time(sum(x.exposed_s for x in un))}): " + ", ".join(sorted({x.op for x in un}))
         )
     for n in t.notes:
         c.print(f"note: {n}")
@@ -141,12 +143,20 @@ def project(
     trace: str = typer.Argument(..., help="one rank's torch.profiler trace (.json or .json.gz)"),
     hw: str = typer.Option("h100-8", "--hw", help="hardware preset name or TOML file"),
     model: str | None = _MODEL,
-    gpus: int | None = typer.Option(None, "--gpus", help="group size of every collective (default: from the trace)"),
-    ficco: str = typer.Option("explore", "--ficco", help="explore: simulate every schedule; select: the selector's pick"),
-    same_hw: bool | None = typer.Option(
-        None, "--same-hw/--other-hw", help="state whether the trace was taken on the preset's hardware (default: by name)"
+    gpus: int | None = typer.Option(
+        None, "--gpus", help="group size of every collective (default: from the trace)"
     ),
-    out: str = typer.Option("results/trace", "--out", help="folder for projection.json, .perfetto.json, .png"),
+    ficco: str = typer.Option(
+        "explore", "--ficco", help="explore: simulate every schedule; select: the selector's pick"
+    ),
+    same_hw: bool | None = typer.Option(
+        None,
+        "--same-hw/--other-hw",
+        help="state whether the trace was taken on the preset's hardware (default: by name)",
+    ),
+    out: str = typer.Option(
+        "results/trace", "--out", help="folder for projection.json, .perfetto.json, .png"
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """Per pair: sequential, ideal overlap, T3 / T3-MCA, best FiCCO schedule; the projected step."""

@@ -282,7 +282,9 @@ class _Parse:
 
     def _flows(self, raw_events: list) -> None:
         """ac2g flow starts locate launches the runtime events did not name (older traces)."""
-        starts = [e for e in raw_events if isinstance(e, dict) and e.get("cat") == "ac2g" and e.get("ph") == "s"]
+        starts = [
+            e for e in raw_events if isinstance(e, dict) and e.get("cat") == "ac2g" and e.get("ph") == "s"
+        ]
         if not starts:
             return
         by_thread = {t: (sorted(evs, key=lambda e: e.ts)) for t, evs in self.host.items()}
@@ -298,7 +300,11 @@ class _Parse:
             best = None
             while j >= 0:  # innermost host event containing the flow start
                 e = by_thread[t][j]
-                if e.ts <= f["ts"] + TOL_US and e.end >= f["ts"] - TOL_US and (best is None or e.dur < best.dur):
+                if (
+                    e.ts <= f["ts"] + TOL_US
+                    and e.end >= f["ts"] - TOL_US
+                    and (best is None or e.dur < best.dur)
+                ):
                     best = e
                 if f["ts"] - e.ts > 1e6:  # 1 s back is far enough for a launch's parent ops
                     break
@@ -327,7 +333,8 @@ class _Parse:
             if gemm is None:
                 continue
             shaped = next(
-                (e for e in chain if e.name in GEMM_OPS and gemm_shape(e.name, e.args.get("Input Dims"))), None
+                (e for e in chain if e.name in GEMM_OPS and gemm_shape(e.name, e.args.get("Input Dims"))),
+                None,
             )
             if shaped is None:
                 unshaped.add(gemm.i)
@@ -430,7 +437,9 @@ class _Parse:
             if not self._is_comm_kernel(k):
                 continue
             chain = self._host_chain(k)
-            host_op = next((e for e in chain if e.name.startswith("c10d::") or e.name == "record_param_comms"), None)
+            host_op = next(
+                (e for e in chain if e.name.startswith("c10d::") or e.name == "record_param_comms"), None
+            )
             key = ("op", host_op.i) if host_op is not None else ("k", k.i)
             rec = groups.get(key)
             if rec is None:
@@ -448,7 +457,12 @@ class _Parse:
 
     def collectives_cpu(self) -> list[dict]:
         gloo = sorted(
-            (e for evs in self.host.values() for e in evs if e.name.startswith("gloo:") and canonical(e.name)),
+            (
+                e
+                for evs in self.host.values()
+                for e in evs
+                if e.name.startswith("gloo:") and canonical(e.name)
+            ),
             key=lambda e: (e.ts, e.i),
         )
         gthreads = self.gloo_threads()
@@ -565,9 +579,13 @@ def parse(doc: dict[str, Any], source: str) -> ImportedTrace:
         craw = p.collectives_cpu()
         cpu_busy = p.busy_cpu()
         busy = {"cpu": cpu_busy}
-        device_events = [e for evs in p.host.values() for e in evs if e.cat == "cpu_op" or e.name.startswith("gloo:")]
+        device_events = [
+            e for evs in p.host.values() for e in evs if e.cat == "cpu_op" or e.name.startswith("gloo:")
+        ]
         if p.backend == "nccl":
-            p.notes.append("NCCL trace without GPU activity: profile with ProfilerActivity.CUDA for device times")
+            p.notes.append(
+                "NCCL trace without GPU activity: profile with ProfilerActivity.CUDA for device times"
+            )
     all_ts = [e.ts for e in device_events] + [e.ts for evs in p.host.values() for e in evs]
     if not all_ts:
         raise TraceError(f"trace '{source}': no complete events with timestamps")
@@ -607,7 +625,7 @@ def parse(doc: dict[str, Any], source: str) -> ImportedTrace:
         colls.append(TraceCollective(
             len(colls), rec["op"], rec["name"], rec.get("in"), rec.get("out"), rec.get("dtype"),
             rec.get("group_size"), rec.get("group"), (s - t0) * US, (e - t0) * US, (rec["launch"] - t0) * US,
-            rec["thread"], exposed * US, rec["timing"],
+            rec["thread"], min(exposed * US, (e - t0) * US - (s - t0) * US), rec["timing"],
         ))  # fmt: skip
     if enqueue:
         p.notes.append(
@@ -620,12 +638,23 @@ def parse(doc: dict[str, Any], source: str) -> ImportedTrace:
         name = "GPU"
         if isinstance(props, list) and props and isinstance(props[0], dict) and props[0].get("name"):
             name = str(props[0]["name"])
-    steps = sum(1 for evs in p.host.values() for e in evs if e.cat == "user_annotation" and STEP_RE.match(e.name))
+    steps = sum(
+        1 for evs in p.host.values() for e in evs if e.cat == "user_annotation" and STEP_RE.match(e.name)
+    )
     return ImportedTrace(
-        source=source, device="gpu" if gpu else "cpu", device_name=name, backend=p.backend, rank=p.rank,
-        world_size=p.world, steps=steps, window_s=(w1 - w0) * US,
-        window_start_s=(w0 - t0) * US, gemms=gemms, collectives=colls,
-        unshaped_gemms=unshaped, notes=p.notes,
+        source=source,
+        device="gpu" if gpu else "cpu",
+        device_name=name,
+        backend=p.backend,
+        rank=p.rank,
+        world_size=p.world,
+        steps=steps,
+        window_s=(w1 - w0) * US,
+        window_start_s=(w0 - t0) * US,
+        gemms=gemms,
+        collectives=colls,
+        unshaped_gemms=unshaped,
+        notes=p.notes,
     )
 
 

@@ -85,7 +85,9 @@ class Predictor:
         from t3.schedules.baselines import sequential_schedule
 
         op = self._operator(m, n, k, dtype, gpus)
-        return simulate_schedule(sequential_schedule(op, self.hw, RunOptions(), parts="gemm"), RunOptions()).time_s
+        return simulate_schedule(
+            sequential_schedule(op, self.hw, RunOptions(), parts="gemm"), RunOptions()
+        ).time_s
 
     def _collective_s(self, kind: str, nbytes: float, gpus: int) -> float:
         from t3.ops.collectives import all_gather, all_to_all, reduce_scatter
@@ -116,7 +118,9 @@ class Predictor:
         return Prediction(best.time_s, best.name, "best of every legal schedule, simulated")
 
     # ---- per pair ------------------------------------------------------------------------------------
-    def predict(self, kind: str, m: int, n: int, k: int, batch: int, dtype: str, gpus: int | None) -> PairPrediction:
+    def predict(
+        self, kind: str, m: int, n: int, k: int, batch: int, dtype: str, gpus: int | None
+    ) -> PairPrediction:
         key = (kind, m, n, k, batch, dtype, gpus)
         if key not in self._cache:
             self._cache[key] = self._predict(*key)
@@ -147,7 +151,9 @@ class Predictor:
             else:
                 elems = rows * k if kind == "a2a-gemm" else rows * n
                 comm = self._collective_s("all-to-all", elems * eb, gpus)
-                fic = _na("FiCCO's moe operation spans dispatch, both expert GEMMs and combine, not one pair", False)
+                fic = _na(
+                    "FiCCO's moe operation spans dispatch, both expert GEMMs and combine, not one pair", False
+                )
         except FAILURES as err:
             return self._all_na(str(err))
         t3 = _na("T3 overlaps a GEMM with the reduce-scatter of its own output", False)
@@ -167,14 +173,19 @@ class Predictor:
                "ideal": Prediction(base["ideal-gemm-rs-overlap"].time_s - ag)}  # fmt: skip
         hyp = "" if self.hw.nmc.present else f"hypothetical: {self.hw.name} with near-memory compute"
         for c in ("t3", "t3-mca"):
+
             def run(c=c):
                 o = self._configs(op, (c,), self.hw_t3)[c]
-                return Prediction(o.time_s - (o.breakdown_s["all_gather"] if kind == "gemm-rs" else 0.0), note=hyp)
+                return Prediction(
+                    o.time_s - (o.breakdown_s["all_gather"] if kind == "gemm-rs" else 0.0), note=hyp
+                )
 
             out[c] = self._try(run)
         fic = self._try(lambda: self._ficco("gemm-rs", m, n, k, dtype, gpus))
         if fic.ok and kind == "gemm-ar":  # FiCCO reduce-scatters; the all-gather follows alone
-            fic = Prediction(fic.time_s + seq.breakdown_s["all_gather"], f"{fic.schedule} + all-gather", fic.note)
+            fic = Prediction(
+                fic.time_s + seq.breakdown_s["all_gather"], f"{fic.schedule} + all-gather", fic.note
+            )
         out["ficco"] = fic
         return PairPrediction(gemm, comm, out)
 

@@ -153,7 +153,9 @@ def project(trace: ImportedTrace, hw: Hardware, ficco: str = "explore", gpus: in
             same_hw: bool | None = None) -> Projection:  # fmt: skip
     """Predict every pair of ``trace`` on ``hw``; ``gpus`` overrides the collectives' group size."""
     if not trace.pairs:
-        why = next((n.removeprefix("nothing to pair: ") for n in trace.notes if n.startswith("nothing to pair")), "")
+        why = next(
+            (n.removeprefix("nothing to pair: ") for n in trace.notes if n.startswith("nothing to pair")), ""
+        )
         raise TraceError(f"trace '{trace.source}': nothing to project: no GEMM / collective pairs ({why})")
     ok, why = same_hardware(trace, hw)
     if same_hw is not None:
@@ -163,7 +165,9 @@ def project(trace: ImportedTrace, hw: Hardware, ficco: str = "explore", gpus: in
     for p in trace.pairs:
         g = p.gemm
         n = gpus or p.collective.group_size
-        rows.append(PairProjection(p, pred.predict(p.kind, g.m, g.n, g.k, g.batch, g.dtype, n), not hw.nmc.present))
+        rows.append(
+            PairProjection(p, pred.predict(p.kind, g.m, g.n, g.k, g.batch, g.dtype, n), not hw.nmc.present)
+        )
     return Projection(trace, hw, ok, why, ficco, rows)
 
 
@@ -216,7 +220,9 @@ def timeline(proj: Projection, s: str) -> tuple[list[tuple[str, float, float, di
         dur = p.time_s if p.ok else r.pair.measured_s
         g = r.pair.gemm
         name = f"pair {i}: {r.pair.kind} {g.shape()}" + (f" [{p.schedule}]" if p.schedule else "")
-        blocks.append((name, cur_p, dur, {"predicted": p.ok, "note": p.note, "measured_s": r.pair.measured_s}))
+        blocks.append(
+            (name, cur_p, dur, {"predicted": p.ok, "note": p.note, "measured_s": r.pair.measured_s})
+        )
         cur_p += dur
         cur_m = max(cur_m, a) + r.pair.measured_s
     gap_block(w0 + t.window_s - cur_m)
@@ -237,7 +243,12 @@ def perfetto_events(proj: Projection) -> list[dict]:
             args["pair"] = gpaired[g.index]
         ev.append(_slice(f"{g.op} {g.shape()}", g.start_s - w0, g.end_s - g.start_s, pid, 1, args))
     for c in t.collectives:
-        args = {"bytes": c.nbytes, "group_size": c.group_size, "exposed_us": c.exposed_s * US, "timing": c.timing}
+        args = {
+            "bytes": c.nbytes,
+            "group_size": c.group_size,
+            "exposed_us": c.exposed_s * US,
+            "timing": c.timing,
+        }
         if c.index in paired:
             args["pair"] = paired[c.index]
         ev.append(_slice(f"{c.op} ({c.name})", c.start_s - w0, c.dur_s, pid, 2, args))
@@ -246,7 +257,11 @@ def perfetto_events(proj: Projection) -> list[dict]:
     for j, s in enumerate(("sequential", "ideal", "t3-mca", "ficco", "best")):
         pid = 2 + j
         blocks, end = timeline(proj, s)
-        hyp = " (hypothetical hardware: + near-memory compute)" if s == "t3-mca" and not proj.hw.nmc.present else ""
+        hyp = (
+            " (hypothetical hardware: + near-memory compute)"
+            if s == "t3-mca" and not proj.hw.nmc.present
+            else ""
+        )
         ev += _meta(pid, f"projected: {s} on {proj.hw.name}{hyp}", {1: "pairs", 2: "other work", 3: "window"})
         for name, st, dur, args in blocks:
             ev.append(_slice(name, st, dur, pid, 2 if name.startswith("other") else 1, args))
@@ -274,13 +289,18 @@ def write_figure(proj: Projection, path: str | Path) -> None:
     vals = [t.window_s / steps] + [proj.window(s)[0] / steps for s in SHOWN]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
     unit, scale = ("ms", 1e3) if max(vals) < 1 else ("s", 1.0)
-    a1.barh(names[::-1], [v * scale for v in vals[::-1]], color=["#888"] + ["#4a7"] * len(SHOWN))
+    hyp = not proj.hw.nmc.present
+    labels = [f"{n} (hypothetical NMC)" if hyp and n in ("t3", "t3-mca") else n for n in names]
+    colors = ["#888"] + ["#4a7"] * len(SHOWN)
+    a1.barh(labels[::-1], [v * scale for v in vals[::-1]], color=colors[::-1])
     a1.set_xlabel(f"{'step' if t.steps else 'profiled window'} time ({unit})")
     a1.set_title(f"{Path(t.source).name} projected on {proj.hw.name}", fontsize=9)
     rows = sorted(enumerate(proj.rows), key=lambda x: -x[1].pair.measured_s)[:10]
     width = 0.8 / (1 + len(SHOWN))
     for j, s in enumerate(("measured", *SHOWN)):
-        ys = [(r.pair.measured_s if s == "measured" else (r.time(s, True).time_s or 0.0)) * 1e6 for _, r in rows]
+        ys = [
+            (r.pair.measured_s if s == "measured" else (r.time(s, True).time_s or 0.0)) * 1e6 for _, r in rows
+        ]
         a2.bar([i + j * width for i in range(len(rows))], ys, width, label=s)
     a2.set_xticks([i + 0.4 for i in range(len(rows))])
     a2.set_xticklabels([f"{i}: {r.pair.kind}" for i, r in rows], rotation=30, fontsize=7)

@@ -17,7 +17,12 @@ ELEM_BYTES = {"fp64": 8, "fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int64": 8, 
               "uint8": 1, "bool": 1}  # fmt: skip
 
 # canonical collective names
-ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL = "all-reduce", "reduce-scatter", "all-gather", "all-to-all"
+ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL = (
+    "all-reduce",
+    "reduce-scatter",
+    "all-gather",
+    "all-to-all",
+)
 PAIRABLE = (ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL)
 
 # pair kinds: what the pair is in the simulator's vocabulary
@@ -110,11 +115,17 @@ class TraceCollective:
         if self.op == ALL_GATHER:
             if self.out_elems is not None:
                 return self.out_elems
-            return None if self.in_elems is None or self.group_size is None else self.in_elems * self.group_size
+            return (
+                None if self.in_elems is None or self.group_size is None else self.in_elems * self.group_size
+            )
         if self.op == REDUCE_SCATTER:
             if self.in_elems is not None:
                 return self.in_elems
-            return None if self.out_elems is None or self.group_size is None else self.out_elems * self.group_size
+            return (
+                None
+                if self.out_elems is None or self.group_size is None
+                else self.out_elems * self.group_size
+            )
         return self.in_elems if self.in_elems is not None else self.out_elems
 
 

@@ -125,7 +125,9 @@ def spec_fields(data: dict[str, Any], origin: str) -> dict[str, Any]:
         )
     c = _Config(data, origin)
     if data.get("kv_lora_rank") is not None:
-        raise c._fail("kv_lora_rank", "multi-head latent attention (DeepSeek-V2/V3) is not mapped to TP sublayers")
+        raise c._fail(
+            "kv_lora_rank", "multi-head latent attention (DeepSeek-V2/V3) is not mapped to TP sublayers"
+        )
     if family == "gpt2":
         h = c.req("n_embd")
         return {"hidden": h, "layers": c.req("n_layer"), "heads": c.req("n_head"),
@@ -185,6 +187,12 @@ def moe_operator(model, tokens_per_gpu: int, gpus: int = 8, skew: float = 0.0):
     if tokens_per_gpu <= 0:
         raise WorkloadError(f"tokens: must be > 0, got {tokens_per_gpu}")
     return FiccoOperator(
-        "moe", tokens_per_gpu * model.top_k, model.expert_ffn, model.hidden, gpus, model.dtype, skew,
+        "moe",
+        tokens_per_gpu * model.top_k,
+        model.expert_ffn,
+        model.hidden,
+        gpus,
+        model.dtype,
+        skew,
         label=f"{model.name} experts (EP{gpus})",
     )

@@ -34,3 +34,23 @@ def megatron_mlp(rank: int, world: int, out_dir: str) -> list[dict]:
             ran.append({"kind": "gemm-rs", "m": T, "n": H, "k": f, "elems": T * H})
     prof.export_chrome_trace(f"{out_dir}/rank{rank}.pt.trace.json")
     return ran
+
+
+def _rank_main(rank: int, world: int, port: int, out_dir: str) -> None:
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    megatron_mlp(rank, world, out_dir)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":  # record the traces by hand: python tests/traces/trace_workers.py OUT_DIR
+    import socket
+    import sys
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    mp.spawn(_rank_main, args=(2, free, sys.argv[1]), nprocs=2)
+    print(f"wrote {sys.argv[1]}/rank0.pt.trace.json and rank1.pt.trace.json")

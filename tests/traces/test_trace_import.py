@@ -56,6 +56,7 @@ def test_gpu_fixture_pairs_shapes_and_times():
     colls = [u for k, _, u in fx.LAYER if k in ("ag", "rs")]
     exp = [u - (40.0 if i == 1 else 0.0) for i, u in enumerate(colls)]
     assert [p.collective.exposed_s * 1e6 for p in t.pairs] == pytest.approx(exp * 2)
+    assert t.exposed_union_s == pytest.approx(sum(c.exposed_s for c in t.collectives))  # none overlap
     un = t.unpaired()
     assert [(c.op, c.in_elems, c.dtype, c.group_size) for c in un] == [
         ("all-reduce", fx.GRAD_BUCKET, "fp32", 8)
@@ -150,3 +151,23 @@ def test_without_shapes_or_collectives_nothing_to_pair(tmp_path):
                      or e.get("name") == "record_param_comms")  # fmt: skip
     t = import_trace(_trace_file(tmp_path, "b.json", json.dumps(no_comm)))
     assert not t.pairs and not t.collectives and any("no collectives" in n for n in t.notes)
+
+
+def test_exposed_communication_counts_overlapping_collectives_once(tmp_path):
+    """Two gloo all-reduces on two worker threads overlap in [50, 100] us; a 10 us op computes in
+    [120, 130] us. Exposed per collective: 100 and 90 us; exposed communication (union): 140 us."""
+
+    def ev(name, cat, tid, ts, dur, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+    doc = {"distributedInfo": {"backend": "gloo", "rank": 0, "world_size": 2}, "traceEvents": [
+        ev("gloo:all_reduce", "user_annotation", 2, 1000.0, 100.0, **{"Input Dims": [[64]], "Input type": ["float"]}),
+        ev("gloo:all_reduce", "user_annotation", 3, 1050.0, 100.0, **{"Input Dims": [[64]], "Input type": ["float"]}),
+        ev("aten::add", "cpu_op", 1, 1120.0, 10.0),
+    ]}  # fmt: skip
+    t = import_trace(_trace_file(tmp_path, "o.json", json.dumps(doc)))
+    assert [c.exposed_s * 1e6 for c in t.collectives] == pytest.approx([100.0, 90.0])
+    assert t.exposed_union_s * 1e6 == pytest.approx(140.0)
+    assert [(c.op, c.in_elems, c.group_size, c.dtype) for c in t.collectives] == [
+        ("all-reduce", 64, 2, "fp32")
+    ] * 2

@@ -46,9 +46,10 @@ def check_output_dir(path: str, what: str) -> Path:
     if p.exists() and not p.is_dir():
         raise ConfigError(f"{what}: '{path}' exists and is not a directory")
     if not p.exists():
-        if not p.parent.is_dir() and str(p.parent) not in ("", "."):
-            raise ConfigError(f"{what}: folder '{p.parent}' does not exist")
-        p.mkdir()
+        try:
+            p.mkdir(parents=True)
+        except OSError as err:
+            raise ConfigError(f"{what}: cannot create '{path}' ({err.strerror})") from None
     if not os.access(p, os.W_OK):
         raise ConfigError(f"{what}: '{path}' is not writable")
     return p
@@ -93,12 +94,13 @@ def import_cmd(
     )
     c.print(
         f"{s['gemms']} GEMMs ({fmt_time(s['gemm_time_s'])}), {s['collectives']} collectives "
-        f"({fmt_time(s['collective_time_s'])}, exposed {fmt_time(s['exposed_collective_s'])} = "
-        f"{_pct(s['exposed_collective_s'], t.window_s)} of the window), {len(t.pairs)} pairs"
+        f"({fmt_time(s['collective_time_s'])}, exposed {fmt_time(s['exposed_collective_s'])}), {len(t.pairs)} pairs; "
+        f"exposed communication {fmt_time(s['exposed_communication_s'])} = "
+        f"{_pct(s['exposed_communication_s'], t.window_s)} of the window"
     )
     if t.pairs:
         tb = Table(title="GEMM / collective pairs (times measured)")
-        for col in ("#", "kind", "sublayer", "GEMM m x n x k", "GEMM time", "collective", "size", "group",
+        for col in ("#", "kind", "sublayer", "GEMM m x n x k", "GEMM time", "collective", "size", "GPUs",
                     "collective time", "exposed"):  # fmt: skip
             tb.add_column(col, justify="right" if col not in ("kind", "sublayer", "collective") else "left")
         for i, p in enumerate(t.pairs):
@@ -202,7 +204,7 @@ def _print_projection(pr, doc: dict) -> None:
     c.print(f"[bold]{Path(t.source).name}[/] ({t.device_name}) projected on [bold]{pr.hw.name}[/] "
             f"({pr.hw.description}); FiCCO: {pr.ficco}")  # fmt: skip
     tb = Table(title="per pair: measured (GEMM + exposed collective) and predicted on the preset")
-    for col in ("#", "kind", "GEMM m x n x k", "group", "measured", "sequential", "ideal", "t3", "t3-mca",
+    for col in ("#", "kind", "GEMM m x n x k", "GPUs", "measured", "sequential", "ideal", "t3", "t3-mca",
                 "FiCCO", "FiCCO schedule"):  # fmt: skip
         tb.add_column(col, justify="left" if col in ("kind", "FiCCO schedule") else "right")
     notes: set[str] = set()

@@ -532,7 +532,8 @@ def _nest(evs: list[_Ev]) -> None:
 
 
 def _descendants(e: _Ev, evs: list[_Ev]) -> list[_Ev]:
-    i = evs.index(e)
+    """Events nested in ``e`` on its thread (``evs`` sorted by start, as :func:`_nest` leaves them)."""
+    i = bisect.bisect_left(evs, (e.ts, -e.dur, e.i), key=lambda x: (x.ts, -x.dur, x.i))
     out = []
     for x in evs[i + 1 :]:
         if x.ts > e.end + TOL_US:
@@ -627,6 +628,14 @@ def parse(doc: dict[str, Any], source: str) -> ImportedTrace:
             rec.get("group_size"), rec.get("group"), (s - t0) * US, (e - t0) * US, (rec["launch"] - t0) * US,
             rec["thread"], min(exposed * US, (e - t0) * US - (s - t0) * US), rec["timing"],
         ))  # fmt: skip
+    spans: dict[Any, list[tuple[float, float]]] = {}
+    for rec in craw:
+        if rec.get("op") is not None:
+            spans.setdefault(rec["device"] if gpu else "cpu", []).extend(rec["spans"])
+    union = 0.0
+    for dev, iv in spans.items():
+        b = busy.get(dev, []) if gpu else busy["cpu"]
+        union += sum(e - s - covered(b, s, e) for s, e in _merge(iv))
     if enqueue:
         p.notes.append(
             f"{enqueue} collectives have only their host call in the trace (timing cpu-enqueue): "
@@ -654,6 +663,7 @@ def parse(doc: dict[str, Any], source: str) -> ImportedTrace:
         gemms=gemms,
         collectives=colls,
         unshaped_gemms=unshaped,
+        exposed_union_s=max(0.0, union) * US,
         notes=p.notes,
     )
 

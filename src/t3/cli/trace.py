@@ -215,7 +215,7 @@ def _print_projection(pr, doc: dict) -> None:
             if n.startswith("n/a") or n.startswith("hypothetical"):
                 notes.add(n)
         f = r.time("ficco")
-        tb.add_row(str(i), p.kind, f"{g.shape()} {g.dtype}", str(p.collective.group_size or "?"),
+        tb.add_row(str(i), f"{p.kind} {p.label.split(' ')[0]}" if p.label else p.kind, f"{g.shape()} {g.dtype}", str(p.collective.group_size or "?"),
                    fmt_time(p.measured_s), *(_cell(r.time(s)) for s in ("sequential", "ideal", "t3", "t3-mca")),
                    _cell(f), f.schedule or "-")  # fmt: skip
     c.print(tb)

@@ -19,7 +19,17 @@ app = typer.Typer(
 
 def _register() -> None:
     # one module per command; each registers itself on `app` (or on `reproduce_app`)
-    from t3.cli import ficco, presets, reproduce, reproduce_ficco, reproduce_t3, run, sweep, validate  # noqa: F401
+    from t3.cli import (  # noqa: F401
+        ficco,
+        presets,
+        reproduce,
+        reproduce_ficco,
+        reproduce_t3,
+        run,
+        sweep,
+        trace,
+        validate,
+    )
 
 
 def main() -> None:

@@ -18,7 +18,7 @@ from t3.sim.trace import write_trace
 
 @app.command()
 def run(
-    model: str = typer.Option("t-nlg", help="zoo model name or a model TOML file"),
+    model: str = typer.Option("t-nlg", help="zoo model name, model TOML file or Hugging Face config.json"),
     tp: int = typer.Option(8, help="tensor-parallel degree (GPUs)"),
     sublayer: str = typer.Option("fc2", help="op, fc2 (forward), fc1-bwd, ip-bwd (backward)"),
     config: str = typer.Option("sequential", help="configuration: " + ", ".join(CONFIGS)),

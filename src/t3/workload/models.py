@@ -20,14 +20,28 @@ class ModelSpec(BaseModel):
     layers: int = Field(gt=0)
     heads: int = Field(gt=0)
     kv_heads: int | None = Field(default=None, gt=0, description="KV heads (GQA); default = heads")
+    kv_channels: int | None = Field(
+        default=None, gt=0, description="per-head width (Megatron kv_channels, HF head_dim); default hidden // heads"
+    )
     ffn: int = Field(gt=0, description="MLP intermediate width")
     gated: bool = Field(default=False, description="gated MLP (SwiGLU): FC-1 produces 2*ffn")
     tokens: int = Field(gt=0, description="default tokens per iteration (batch x sequence)")
     dtype: str = "fp16"
+    # mixture of experts (None = dense). ``ffn`` is then the per-token MLP width of a MoE layer:
+    # top_k x expert_ffn + shared_ffn (docs/traces.md: how MoE maps to the TP sublayers)
+    experts: int | None = Field(default=None, gt=0, description="routed experts per MoE layer")
+    top_k: int | None = Field(default=None, gt=0, description="experts each token is routed to")
+    expert_ffn: int | None = Field(default=None, gt=0, description="intermediate width of one expert")
+    shared_ffn: int = Field(default=0, ge=0, description="intermediate width of the shared expert(s)")
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.kv_channels or self.hidden // self.heads
+
+    @property
+    def attn_width(self) -> int:
+        """Input width of the attention output projection: heads x head_dim (= hidden unless set)."""
+        return self.heads * self.head_dim
 
     @property
     def qkv_width(self) -> int:
@@ -39,9 +53,9 @@ class ModelSpec(BaseModel):
         return self.ffn * (2 if self.gated else 1)
 
     def params(self) -> int:
-        """Weight parameters of the Transformer layers (embeddings excluded)."""
+        """Weight parameters of the Transformer layers (embeddings excluded; MoE: active per token)."""
         h = self.hidden
-        attn = h * self.qkv_width + h * h
+        attn = h * self.qkv_width + self.attn_width * h
         mlp = h * self.fc1_width + self.ffn * h
         return self.layers * (attn + mlp)
 
@@ -67,8 +81,13 @@ def model_names() -> list[str]:
 
 
 def get_model(name_or_path: str | Path) -> ModelSpec:
-    """A zoo model by name (``t-nlg``) or a TOML file with the zoo's keys (top-level, no table)."""
+    """A zoo model by name (``t-nlg``), a TOML file with the zoo's keys (top-level, no table), or a
+    Hugging Face ``config.json`` (:mod:`t3.workload.hf`)."""
     s = str(name_or_path)
+    if s.endswith(".json"):
+        from t3.workload.hf import load_hf_config
+
+        return load_hf_config(s)
     if s.endswith(".toml"):
         p = Path(s)
         if not p.is_file():

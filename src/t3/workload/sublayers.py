@@ -6,14 +6,15 @@ Every tensor-sliced sublayer below produces, on every GPU, a full-size partial o
 =========  ==========================================  =====  ======  ==========
 name       sublayer                                    M      N       K
 =========  ==========================================  =====  ======  ==========
-op         attention output projection, forward        T      H       H/t
+op         attention output projection, forward        T      H       A/t
 fc2        FC-2, forward                               T      H       ffn/t
 fc1-bwd    FC-1 data gradient, backward                T      H       fc1/t
 ip-bwd     QKV input projection data gradient, bwd     T      H       qkv/t
 =========  ==========================================  =====  ======  ==========
 
-(T tokens, H hidden, t TP degree; ffn = 4H for GPT-style models, fc1 = ffn or 2*ffn if gated,
-qkv = 3H, or (heads + 2*kv_heads) * head_dim with grouped-query attention.)
+(T tokens, H hidden, t TP degree; A = heads * head_dim, = H unless the model sets its head width;
+ffn = 4H for GPT-style models, fc1 = ffn or 2*ffn if gated, qkv = 3H, or (heads + 2*kv_heads) *
+head_dim with grouped-query attention.)
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def sublayer_operator(model: ModelSpec, sublayer: str, tp: int, tokens: int | No
         raise WorkloadError(f"tokens: must be > 0, got {t}")
     if model.dtype not in DTYPE_BYTES:
         raise WorkloadError(f"dtype: unknown dtype '{model.dtype}'")
-    width = {"op": model.hidden, "fc2": model.ffn, "fc1-bwd": model.fc1_width, "ip-bwd": model.qkv_width}[
+    width = {"op": model.attn_width, "fc2": model.ffn, "fc1-bwd": model.fc1_width, "ip-bwd": model.qkv_width}[
         sublayer
     ]
     if width % tp:

@@ -287,8 +287,13 @@ def spec_from_dict(data: dict[str, Any], origin: str = "<spec>", root: Path | No
 
 
 def _rebase_file(key: str, v: Any, root: Path) -> Any:
-    """Model / hardware TOML files named in a spec are relative to the spec's directory."""
-    if key in ("model", "hardware") and isinstance(v, str) and v.endswith(".toml"):
+    """Model / hardware TOML files (and model config.json files) named in a spec are relative to the
+    spec's directory."""
+    if (
+        key in ("model", "hardware")
+        and isinstance(v, str)
+        and (v.endswith(".toml") or (key == "model" and v.endswith(".json")))
+    ):
         p = Path(v)
         return str(p if p.is_absolute() else (root / p).resolve())
     return v

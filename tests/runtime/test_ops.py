@@ -15,7 +15,14 @@ import pytest
 pytest.importorskip("torch")
 
 from dist_harness import run_group, values  # noqa: E402
-from workers import CASES, all_peer_world4, by_schedule_name, correctness, fallbacks, invalid_arguments  # noqa: E402
+from workers import (  # noqa: E402
+    CASES,
+    all_peer_world4,
+    by_schedule_name,
+    correctness,
+    fallbacks,
+    invalid_arguments,
+)
 
 WORLDS = (2, 3, 4)
 
@@ -100,6 +107,10 @@ EXPECTED_NAME = {
     "path": "path",
     "timeout": "timeout",
     "group": "group",
+    "check_peers": "check_peers",
+    "plan.reduce-ring": "plan.reduce",
+    "plan.reduce-ag": "plan.reduce",
+    "plan-cu": "(-cu)",
 }
 
 
@@ -116,8 +127,9 @@ def test_bad_arguments_raise_value_error_naming_them(name: str) -> None:
         assert msg.startswith(EXPECTED_NAME[name]) or EXPECTED_NAME[name] in msg, (name, msg)
 
 
-def test_bad_arguments_do_not_communicate() -> None:
-    # had any rejected call sent or received, the ranks would be out of step here
+def test_bad_arguments_move_no_data() -> None:
+    # every rank rejected the same call (stating so in the handshake); had any rejected call sent or
+    # received operand data, the ranks would be out of step here
     assert all(res["after"] for res in _invalid())
 
 
@@ -132,20 +144,43 @@ def test_uninitialized_group_is_a_value_error() -> None:
         matmul_reduce_scatter(torch.ones(4, 4), torch.ones(4, 4))
 
 
+def _reductions(op: str, name: str, world: int, algo: str) -> int:
+    """Closed form: additions of received partial sums on one rank. Ring: one per step and piece;
+    direct, incremental: one per peer and piece; batched: one per transfer step (FiCCO all-peer: W
+    steps of one piece each; shard level: one step carrying everything)."""
+    from t3.runtime import Plan
+
+    if op == "ag":
+        return 0
+    plan = Plan.from_schedule(name, world)
+    if plan.reduce == "batched":
+        return world if plan.all_peer else 1
+    return (world - 1) * plan.n_pieces
+
+
 def test_ficco_schedule_names_execute() -> None:
     for world in (2, 3):
         for r in values(run_group(by_schedule_name, world)):
-            for name, (ok, _plan) in r.items():
-                assert ok, f"world {world}: {name} differs from the reference"
-            assert r[f"rs:shard-g{world}-M-dma-ll"][1] == "shard"
-            assert r[f"rs:shard-g{2 * world}-N-cu"][1] == "ficco(split=n, pieces=2)"
+            for key, (ok, _plan, reductions, algo) in r.items():
+                op, name = key.split(":")
+                assert ok, f"world {world}: {key} differs from the reference"
+                assert reductions == _reductions(op, name, world, algo), (world, key, reductions)
+            W = world
+            assert r[f"rs:shard-g{W}-M-dma"][1] == "shard, local first"
+            assert r[f"rs:shard-g{W}-M-dma-ll"][1] == "shard, local last"
+            assert r[f"rs:shard-g{2 * W}-N-dma-lf"][1] == "ficco(split=n, pieces=2), local first"
             assert r["rs:bulk-g1-M-dma"][1] == "shard, no overlap"
-            assert r[f"ag:shard-g{2 * world}-K-dma"][1] == "ficco(split=k, pieces=2)"
+            assert r[f"ag:shard-g{2 * W}-K-dma"][1] == "ficco(split=k, pieces=2), local first"
+            assert r[f"ag:shard-g{2 * W}-M-dma-ll"][1] == "ficco(split=m, pieces=2), local last"
             assert (
-                r[f"rs:ficco-g{world * world}-N-dma"][1]
-                == f"ficco all-peer(split=n, pieces={world}, groups={world * world})"
+                r[f"rs:ficco-g{W * W}-N-dma"][1]
+                == f"ficco all-peer(split=n, pieces={W}, groups={W * W}), local first"
             )
-            assert r["ag:ficco-g1-M-dma"][1] == f"ficco all-peer(split=m, pieces={world}, groups=1)"
+            assert r[f"rs:ficco-g{W}-N-dma-s1-rb"][1] == (
+                f"ficco all-peer(split=n, pieces={W}, groups={W}), local first, batched reductions"
+            )
+            assert r["ag:ficco-g1-M-dma"][1] == f"ficco all-peer(split=m, pieces={W}, groups=1), local first"
+            assert r[f"ar:shard-g{2 * W}-N-dma-rb"][2] == 1  # everything in one reduction
         assert (world == 2) == ("ag:ficco-g2-K-dma" in r)
 
 
@@ -157,21 +192,23 @@ def test_all_peer_schedules_are_bit_exact_at_world_size_4() -> None:
 @pytest.mark.parametrize(
     "name,world,expect",
     [
-        ("shard-g8-M-dma", 8, ("shard", "m", 1, True)),
-        ("shard-g16-K-cu-ll", 8, ("ficco", "k", 2, True)),
-        ("shard-g32-N-dma-rb", 8, ("ficco", "n", 4, True)),
-        ("bulk-g1-M-cu", 4, ("shard", "m", 1, False)),
-        ("ficco-g64-M-dma", 8, ("ficco", "m", 8, True, True, 64)),
-        ("ficco-g8-K-cu-rb", 8, ("ficco", "k", 8, True, True, 8)),
-        ("ficco-g2-N-dma", 2, ("ficco", "n", 2, True, True, 2)),
+        ("shard-g8-M-dma", 8, ("shard", "m", 1, True, False, 0, True, "incremental")),
+        ("shard-g16-K-dma-ll", 8, ("ficco", "k", 2, True, False, 0, False, "incremental")),
+        ("shard-g32-N-dma-rb", 8, ("ficco", "n", 4, True, False, 0, True, "batched")),
+        ("shard-g16-M-dma-s1-lf", 8, ("ficco", "m", 2, True, False, 0, True, "incremental")),
+        ("bulk-g1-M-dma", 4, ("shard", "m", 1, False, False, 0, None, "incremental")),
+        ("bulk-g1-M-dma-lf", 4, ("shard", "m", 1, False, False, 0, None, "incremental")),
+        ("ficco-g64-M-dma", 8, ("ficco", "m", 8, True, True, 64, True, "incremental")),
+        ("ficco-g8-K-dma-ll-rb", 8, ("ficco", "k", 8, True, True, 8, False, "batched")),
+        ("ficco-g2-N-dma", 2, ("ficco", "n", 2, True, True, 2, True, "incremental")),
     ],
 )
 def test_plan_from_schedule_name(name, world, expect) -> None:
+    """Every part of the name lands in the plan (none is dropped)."""
     from t3.runtime import Plan
 
     p = Plan.from_schedule(name, world)
-    got = (p.granularity, p.split_dim, p.pieces, p.overlap)
-    assert got + ((p.all_peer, p.groups) if len(expect) > 4 else ()) == expect
+    assert tuple(v for _, v in p.fields()) == expect
 
 
 def test_all_peer_order_matches_the_simulator_units() -> None:
@@ -198,10 +235,18 @@ def test_all_peer_order_matches_the_simulator_units() -> None:
     "name,needle",
     [
         ("ficco-g4-K-dma", "must hold one piece"),
+        ("ficco-g4-K-dma-ll", "must hold one piece"),
         ("ficco-g3-M-dma", "do not split into 3 compute groups"),
-        ("shard-g8-M-dma-p1", "prefetch"),
-        ("shard-g8-M-dma-s2", "two compute streams"),
-        ("ficco-g8-M-cu-s2", "'ficco-g8-M-cu' runs"),
+        ("shard-g8-M-dma-p1", r"prefetch bound \(-p1\).*closest schedule the runtime runs is 'shard-g8-M-dma'"),
+        ("shard-g8-M-dma-s2", r"two compute streams \(-s2\).*runs is 'shard-g8-M-dma'"),
+        ("shard-g8-M-cu", r"compute units \(-cu\).*runs is 'shard-g8-M-dma'"),
+        ("bulk-g1-M-cu", r"\(-cu\).*runs is 'bulk-g1-M-dma'"),
+        ("ficco-g8-M-cu-s2-rb", r"\(-s2\).*\(-cu\).*runs is 'ficco-g8-M-dma-rb'"),
+        ("ficco-g8-M-cu-p1-ll", r"\(-p1\).*\(-cu\).*runs is 'ficco-g8-M-dma-ll'"),
+        ("bulk-g1-M-dma-rb", "bulk is one GEMM"),
+        ("bulk-g1-M-dma-ll", "bulk is one GEMM"),
+        ("bulk-g8-M-dma", "bulk is one GEMM"),
+        ("bulk-g1-K-dma", "bulk is one GEMM"),
         ("shard-g12-M-dma", "not a multiple of the world size"),
         ("shard-8-M", "does not match"),
     ],
@@ -211,6 +256,60 @@ def test_unsupported_schedule_names_are_value_errors(name, needle) -> None:
 
     with pytest.raises(ValueError, match=needle):
         Plan.from_schedule(name, 8)
+
+
+def test_every_suffix_the_grammar_has_is_executed_or_refused() -> None:
+    """The suffix alphabet of t3.ficco.space's grammar: each one either changes the plan (executed)
+    or raises (refused); this test fails when the grammar grows a suffix the runtime does not know."""
+    from t3.ficco.space import GRAMMAR, NAME_RE
+    from t3.runtime import Plan
+
+    base = Plan.from_schedule("shard-g16-M-dma", 8)
+    executed = {"-ll": ("local_first", False), "-rb": ("reduce", "batched")}
+    same = {"-lf", "-s1"}  # the defaults spelled out: local first, one stream
+    refused = {"-cu", "-s2", "-p1"}
+    assert NAME_RE.pattern.count("(?:-") == 4 and GRAMMAR.count("[-") == 4, "the grammar changed"
+    for suffix, (field, value) in executed.items():
+        assert dict(Plan.from_schedule("shard-g16-M-dma" + suffix, 8).fields())[field] == value
+        assert dict(base.fields())[field] != value
+    for suffix in same:
+        assert Plan.from_schedule("shard-g16-M-dma" + suffix, 8) == base
+    for suffix in refused:
+        name = "shard-g16-M-cu" if suffix == "-cu" else "shard-g16-M-dma" + suffix
+        with pytest.raises(ValueError, match=f"\\({suffix}\\)"):
+            Plan.from_schedule(name, 8)
+
+
+def test_local_order_is_the_simulator_unit_order() -> None:
+    """With direct transfers, the region order the jobs use for shard-level names (g = W^2, one
+    region per simulator unit) is the simulator's unit order, peer offset o as rank r + o; -ll moves
+    the own shard / chunk last."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from t3.ficco.space import FiccoOperator, parse_name
+    from t3.runtime import Plan
+    from t3.runtime.gather_gemm import GatherGemm
+    from t3.runtime.gemm_collective import GemmCollective, Layout
+    from t3.schedules.ficco import unit_order
+
+    W, r = 4, 1
+    peers = SimpleNamespace(rank=r, world=W, op="test", timeout=1.0)
+    A, B = torch.zeros(16, 16), torch.zeros(16, 16)
+    for op, splits in (("gemm-rs", ("M", "N")), ("ag-gemm", ("M", "K"))):
+        for split in splits:
+            for suffix in ("", "-ll"):
+                name = f"shard-g{W * W}-{split}-dma{suffix}"
+                plan = Plan.from_schedule(name, W)
+                sim = unit_order(FiccoOperator(op, 64, 64, 64, gpus=W), parse_name(name))
+                if op == "gemm-rs":
+                    job = GemmCollective(A, B, peers, Layout(16, 16, W, 0, split.lower(), W), "direct", plan,
+                                         (4, 4), all_reduce=False)  # fmt: skip
+                    order = job.order
+                else:
+                    order = GatherGemm(A, B, peers, "direct", plan, (4, 4)).order()
+                assert order == [((r + o) % W, j) for o, j in sim], name
 
 
 def test_all_peer_plans_need_direct_transfers_and_whole_pieces() -> None:

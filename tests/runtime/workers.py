@@ -159,7 +159,7 @@ def fallbacks(rank: int, world: int) -> dict[str, Any]:
 
 
 def invalid_arguments(rank: int, world: int) -> dict[str, Any]:
-    """Each bad call must raise ValueError before communicating; afterwards the group still works."""
+    """Each bad call must raise ValueError before any data moves; afterwards the group still works."""
     from t3.runtime import Plan, all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter
 
     A, B = make_inputs("rs", "int", rank)
@@ -186,6 +186,10 @@ def invalid_arguments(rank: int, world: int) -> dict[str, Any]:
         "path": lambda: matmul_all_reduce(A, B, path="fast"),
         "timeout": lambda: matmul_reduce_scatter(A, B, timeout=0),
         "group": lambda: matmul_reduce_scatter(A, B, group="world"),
+        "check_peers": lambda: matmul_reduce_scatter(A, B, check_peers=1),
+        "plan.reduce-ring": lambda: matmul_reduce_scatter(A, B, plan=f"shard-g{world}-M-dma-rb"),
+        "plan.reduce-ag": lambda: all_gather_matmul(A, B[:10], plan=f"shard-g{world}-M-dma-rb", algo="direct"),
+        "plan-cu": lambda: matmul_all_reduce(A, B, plan=f"shard-g{world}-M-cu"),
     }
     res: dict[str, Any] = {}
     for name, fn in bad.items():
@@ -238,25 +242,29 @@ def peer_failure(
 
 
 def by_schedule_name(rank: int, world: int) -> dict[str, Any]:
-    """FiCCO schedule names executed by the runtime equal the oracle (and the Plan they name)."""
-    from t3.runtime import all_gather_matmul, matmul_reduce_scatter
+    """FiCCO schedule names executed by the runtime equal the oracle; every suffix is executed (local
+    order, batched reductions, one stream), as the Plan and the reduction count show."""
+    from t3.runtime import all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter
 
     res: dict[str, Any] = {}
-    w2 = world * world
+    W, w2 = world, world * world
     names = {
-        "rs": [f"shard-g{world}-M-dma-ll", f"shard-g{2 * world}-N-cu", "bulk-g1-M-dma",
-               f"ficco-g{w2}-N-dma", f"ficco-g{world}-N-cu-s1-rb", "ficco-g1-N-dma"],
-        "ag": [f"shard-g{world}-M-dma", f"shard-g{2 * world}-K-dma", f"shard-g{2 * world}-M-cu",
-               f"ficco-g{w2}-M-dma", f"ficco-g{world}-M-cu", "ficco-g1-M-dma"]
-        + ([f"ficco-g{world}-K-dma"] if AG_SHAPE[1] % world == 0 else []),
+        "rs": [f"shard-g{W}-M-dma", f"shard-g{W}-M-dma-ll", f"shard-g{2 * W}-N-dma-lf", "bulk-g1-M-dma",
+               f"ficco-g{w2}-N-dma", f"ficco-g{W}-N-dma-s1-rb", "ficco-g1-N-dma-ll",
+               f"shard-g{2 * W}-M-dma-rb", f"shard-g{2 * W}-N-dma-ll-rb"],
+        "ar": [f"ficco-g{W}-N-dma-rb", f"shard-g{2 * W}-N-dma-rb", f"shard-g{W}-M-dma-ll"],
+        "ag": [f"shard-g{W}-M-dma", f"shard-g{W}-M-dma-ll", f"shard-g{2 * W}-K-dma", f"shard-g{2 * W}-M-dma-ll",
+               f"ficco-g{w2}-M-dma", f"ficco-g{W}-M-dma-ll", "ficco-g1-M-dma"]
+        + ([f"ficco-g{W}-K-dma"] if AG_SHAPE[1] % W == 0 else []),
     }  # fmt: skip
-    for op, fn in (("rs", matmul_reduce_scatter), ("ag", all_gather_matmul)):
+    fns = {"rs": matmul_reduce_scatter, "ar": matmul_all_reduce, "ag": all_gather_matmul}
+    for op, fn in fns.items():
         A, B = make_inputs(op, "int", rank)
         ref = oracle(op, A, B, world)
         for name in names[op]:
-            algo = "direct" if name.startswith("ficco") else "ring"
+            algo = "direct" if name.startswith("ficco") or name.endswith("-rb") else "ring"
             out, st = fn(A, B, plan=name, algo=algo, path="tiled", timeout=20.0, return_stats=True)
-            res[f"{op}:{name}"] = (bool(torch.equal(out, ref)), st.plan)
+            res[f"{op}:{name}"] = (bool(torch.equal(out, ref)), st.plan, st.reductions, algo)
     return res
 
 
@@ -272,13 +280,88 @@ def all_peer_world4(rank: int, world: int) -> dict[str, Any]:
 
     res: dict[str, Any] = {}
     A, B = ints(32, 12), ints(12, 32)  # GEMM -> RS / AR: chunks of 8 rows, pieces of 2 rows or 8 columns
-    for name in (f"ficco-g{world * world}-M-dma", f"ficco-g{world}-N-cu", "ficco-g2-M-dma"):
+    for name in (f"ficco-g{world * world}-M-dma", f"ficco-g{world}-N-dma-ll", "ficco-g2-M-dma-rb"):
         out = matmul_reduce_scatter(A, B, plan=name, algo="direct", path="tiled", timeout=20.0)
         res[f"rs:{name}"] = bool(torch.equal(out, oracle("rs", A, B, world)))
         out = matmul_all_reduce(A, B, plan=name, algo="direct", path="tiled", timeout=20.0)
         res[f"ar:{name}"] = bool(torch.equal(out, oracle("ar", A, B, world)))
     A, B = ints(8, 16), ints(16, 12)  # AG -> GEMM: shards of 8 rows x K=16, pieces of 2 rows or 4 columns
-    for name in (f"ficco-g{world * world}-M-cu", f"ficco-g{world}-K-dma", "ficco-g8-M-dma"):
+    for name in (f"ficco-g{world * world}-M-dma", f"ficco-g{world}-K-dma", "ficco-g8-M-dma-ll"):
         out = all_gather_matmul(A, B, plan=name, algo="direct", path="tiled", timeout=20.0)
         res[f"ag:{name}"] = bool(torch.equal(out, oracle("ag", A, B, world)))
+    return res
+
+
+def disagreement(rank: int, world: int) -> dict[str, Any]:
+    """The last rank calls with one thing changed; every rank must raise the same PeerError from the
+    handshake, and a correct call right after must succeed (the group stayed usable)."""
+    from t3.runtime import PeerError, Plan, all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter
+
+    odd = rank == world - 1
+    W = world
+    A, B = make_inputs("rs", "int", rank)
+    Ag, Bg = make_inputs("ag", "int", rank)
+    kw: dict[str, Any] = {"path": "tiled", "timeout": 20.0, "tile": ODD_TILE}
+    rs, ar, ag = matmul_reduce_scatter, matmul_all_reduce, all_gather_matmul
+    wider = torch.cat([A, A[:W]]) if odd else A  # M + W rows: still divisible by the world size
+    cases: dict[str, Any] = {
+        "M": lambda: rs(wider, B, **kw),
+        "N": lambda: rs(A, torch.cat([B, B[:, :W]], 1) if odd else B, **kw),
+        "K": lambda: rs(torch.cat([A, A[:, :1]], 1) if odd else A, torch.cat([B, B[:1]]) if odd else B, **kw),
+        "dtype": lambda: rs(A.double() if odd else A, B.double() if odd else B, **kw),
+        "plan.pieces": lambda: rs(A, B, **kw, plan=Plan("ficco", "m", 4 if odd else 2)),
+        "plan.local_first": lambda: rs(A, B, **kw, plan=f"shard-g{W}-M-dma{'-ll' if odd else ''}"),
+        "plan.reduce": lambda: rs(A, B, **kw, algo="direct", plan=f"shard-g{W}-M-dma{'-rb' if odd else ''}"),
+        "plan-all-peer": lambda: rs(A, B, **kw, algo="direct", plan=f"ficco-g{W}-N-dma" if odd else None),
+        "algo": lambda: ar(A, B, **kw, algo="direct" if odd else "ring"),
+        "scatter_dim": lambda: rs(A, B, **kw, scatter_dim=int(odd)),
+        "op": lambda: (ar if odd else rs)(A, B, **kw),
+        "path": lambda: ar(A, B, **{**kw, "path": "reference" if odd else "tiled"}),
+        "min_flops": lambda: rs(A, B, **{**kw, "path": "auto"}, min_flops=0 if odd else 2**40),
+        "tile": lambda: rs(A, B, **{**kw, "tile": (4, 4) if odd else ODD_TILE}),
+        "ag-shard-rows": lambda: ag(torch.cat([Ag, Ag[:1]]) if odd else Ag, Bg, **kw),
+        "ag-reference-dtype": lambda: ag(Ag.half() if odd else Ag, Bg.half() if odd else Bg, path="reference"),
+        # the last rank's own checks reject its call: it raises ValueError, the others PeerError at once
+        "rejected-M": lambda: rs(torch.cat([A, A[:1]]) if odd else A, B, **kw),
+        "rejected-plan": lambda: ar(A, B, **kw, plan=f"shard-g{W}-M-{'cu' if odd else 'dma'}"),
+    }
+    res: dict[str, Any] = {}
+    ref = oracle("rs", A, B, world)
+    for name, fn in cases.items():
+        t0 = time.monotonic()
+        try:
+            fn()
+            got: dict[str, Any] = {"error": None}
+        except PeerError as err:
+            got = {"error": "PeerError", "field": err.field, "values": err.values, "usable": err.group_usable,
+                   "differing": err.differing, "message": str(err)}  # fmt: skip
+        except Exception as err:  # noqa: BLE001
+            got = {"error": type(err).__name__, "message": str(err)}
+        got["elapsed"] = time.monotonic() - t0
+        # the group is still in step: a correct tile-triggered call gives the reference's answer
+        got["after"] = bool(torch.equal(rs(A, B, **kw), ref))
+        res[name] = got
+    _, st = rs(A, B, **kw, return_stats=True)
+    _, off = rs(A, B, **kw, return_stats=True, check_peers=False)
+    res["handshake_s"] = (st.handshake_s, off.handshake_s)
+    return res
+
+
+def world_one(rank: int, world: int) -> dict[str, Any]:
+    """World size 1: path='tiled' runs the tile-triggered path (no transfers), 'auto' the reference;
+    both equal A @ B computed here."""
+    from t3.runtime import Plan, all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter
+
+    res: dict[str, Any] = {}
+    for op, fn in (("rs", matmul_reduce_scatter), ("ar", matmul_all_reduce), ("ag", all_gather_matmul)):
+        A, B = make_inputs(op, "int", rank)
+        ref = A @ B
+        plans: list[tuple[str, Any]] = [("ring", None), ("direct", Plan("ficco", "m", 2)),
+                                        ("direct", "ficco-g1-M-dma"), ("ring", "shard-g2-M-dma-ll")]  # fmt: skip
+        if op != "ag":
+            plans.append(("direct", "shard-g2-N-dma-rb"))
+        for algo, plan in plans:
+            for path in ("tiled", "auto"):
+                out, st = fn(A, B, algo=algo, plan=plan, path=path, tile=ODD_TILE, min_flops=0, return_stats=True)
+                res[f"{op}:{algo}:{plan}:{path}"] = (bool(torch.equal(out, ref)), st.path, st.reason, st.handshake_s)
     return res

@@ -72,7 +72,7 @@ def select(
     op: str = _OP, m: int = _M, n: int = _N, k: int = _K, gpus: int = _G, hw: str = _HW,
     dtype: str = _DT, skew: float = _SK, as_json: bool = _J,
     runtime: bool = typer.Option(
-        False, "--runtime", help="only schedules t3.runtime executes (one compute stream, no prefetch bound)"
+        False, "--runtime", help="only schedules t3.runtime executes (one compute stream, no prefetch bound, -dma)"
     ),
 ) -> None:  # fmt: skip
     """The selector's schedule from static operator sizes alone (no simulation)."""

@@ -364,12 +364,12 @@ def select_shipped(fop: FiccoOperator, hw: Hardware, runnable: bool = False) -> 
 
 
 def runnable_variant(fop: FiccoOperator, hw: Hardware, name: str) -> str:
-    """``name`` with one compute stream and no prefetch bound (what :mod:`t3.runtime` executes), if
-    that is legal; else the bulk schedule."""
+    """``name`` with one compute stream, no prefetch bound and the DMA executor (what :mod:`t3.runtime`
+    executes), if that is legal; else the bulk schedule."""
     from dataclasses import replace
 
     from t3.ficco.space import legality, parse_name
 
     ax = parse_name(name)
-    one = replace(ax, streams=1, prefetch=0)
-    return one.name if legality(fop, hw, one) is None else "bulk-g1-M-cu"
+    one = replace(ax, streams=1, prefetch=0, executor="dma")
+    return one.name if legality(fop, hw, one) is None else "bulk-g1-M-dma"

@@ -576,10 +576,10 @@ def _in_vocabulary(ax: Axes) -> bool:
 
 def ranking(fop: FiccoOperator, hw: Hardware, runnable: bool = False) -> list[tuple[str, float]]:
     """Every legal schedule of the vocabulary with its predicted time (s), best first;
-    ``runnable``: only those :mod:`t3.runtime` executes (one compute stream)."""
+    ``runnable``: only those :mod:`t3.runtime` executes (one compute stream, DMA executor)."""
     out = []
     for ax in enumerate_space(fop, hw)[0]:
-        if _in_vocabulary(ax) and not (runnable and ax.streams != 1):
+        if _in_vocabulary(ax) and not (runnable and (ax.streams != 1 or ax.executor != "dma")):
             f = factor(FACTORS, factor_key(fop.op, hw.topology.kind, ax))
             out.append((ax.name, shared_s(fop, hw, ax) * f))
     return sorted(out, key=lambda x: (x[1], x[0]))
@@ -588,7 +588,7 @@ def ranking(fop: FiccoOperator, hw: Hardware, runnable: bool = False) -> list[tu
 def select_pipeline(fop: FiccoOperator, hw: Hardware, runnable: bool = False) -> tuple[str, dict]:
     """(schedule, features): the schedule with the least predicted time. Ring topologies and skewed
     MoE routing are not modelled: the learned tree answers there. ``runnable``: only schedules
-    :mod:`t3.runtime` executes (one compute stream, no prefetch bound)."""
+    :mod:`t3.runtime` executes (one compute stream, no prefetch bound, DMA executor)."""
     from t3.ficco.learned import runnable_variant, select_learned
 
     check_fits(fop, hw)

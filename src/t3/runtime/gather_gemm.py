@@ -5,8 +5,9 @@ rows) and computes ``C = all_gather(A) @ B``. Each shard is cut into ``pieces`` 
 split dimension (``"m"``: rows, ``"k"``: columns, whose partial products are accumulated). The
 communication thread forwards pieces (ring) or exchanges them (direct) and marks each arrival in
 the tracker; the GEMM loop computes the rows of a shard piece by piece as soon as they arrived,
-starting with the rank's own shard, which needs no communication. FiCCO's all-peer plan runs the
-GEMM piece-major instead (piece ``p`` of every shard, in compute groups; ``Plan.all_peer_order``).
+starting with the rank's own shard, which needs no communication (or ending with it, when the plan
+says ``local_first=False``). FiCCO's all-peer plan runs the GEMM piece-major instead (piece ``p`` of
+every shard, in compute groups; ``Plan.all_peer_order``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class GatherGemm:
         for p in range(self.P):
             self.tracker.add(self._region(self.rank, p))
         self.wait_s = 0.0
+        self.reductions = 0  # an all-gather reduces nothing
 
     def release(self) -> None:
         """Hand the scratch buffer back for the next call (only after a successful call)."""
@@ -105,6 +107,8 @@ class GatherGemm:
 
     # --- communication thread ------------------------------------------------------------------
     def communicate(self) -> None:
+        if self.world == 1:  # the own shard is all there is (its pieces are marked at construction)
+            return
         if self.algo == "ring":
             self._ring()
         else:

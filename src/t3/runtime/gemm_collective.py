@@ -10,9 +10,12 @@ the same region arrived and was added.
 Ring (rank r, W ranks, step s = 0..W-2): send region of chunk (r-1-s) mod W to r+1, receive the
 same chunk's partial of step s from r-1 and add it into the local region before forwarding; the
 partial received at the last step is chunk r. Direct: send each region to its owner; the owner
-adds its own region and every received one in ascending rank order. FiCCO's all-peer plan produces
-piece-major (piece ``p`` of every chunk, own chunk last; ``Plan.all_peer_order``) and sends a compute
-group's regions once the whole group is computed.
+adds its own region and every received one in ascending rank order as they land, or, with batched
+reductions (``plan.reduce == "batched"``), waits until every partial of a transfer step landed (FiCCO's
+all-peer plan: piece ``p`` from every peer; otherwise: everything) and adds them in one reduction.
+FiCCO's all-peer plan produces piece-major (piece ``p`` of every chunk; ``Plan.all_peer_order``) and
+sends a compute group's regions once the whole group is computed. The own chunk is produced last
+unless the plan says ``local_first``.
 
 All-reduce = the reduce-scatter above into the rank's rows of the full output, then the owner's
 reduced pieces travel the ring (or go directly) to every other rank.
@@ -104,6 +107,7 @@ class GemmCollective:
             self.out = buffers.empty(layout.chunk_shape, A)
         owners = chunk_order(self.rank, self.world, algo)
         self.order = plan.region_order(self.rank, self.world, owners, own_first=False)
+        self.reductions = 0  # reduction operations on received partial sums
         self.tracker = TileTracker(
             [self.mm.count(layout.block(c, p)) for c in range(self.world) for p in range(self.P)]
         )
@@ -141,10 +145,21 @@ class GemmCollective:
             b = self.L.local_block(self.rank, p)
         return self.out[b.r0 : b.r1, b.c0 : b.c1]
 
+    def _own_chunk(self) -> torch.Tensor:
+        """This rank's chunk of the output as ``(pieces, piece rows, piece columns)`` (a view)."""
+        cm, cn = self.L.chunk_shape
+        pm, pn = self.L.piece_shape
+        chunk = self.out[self.rank * cm : (self.rank + 1) * cm] if self.all_reduce else self.out
+        if self.L.split == "m":
+            return chunk.view(self.P, pm, cn)
+        return chunk.view(cm, self.P, pn).permute(1, 0, 2)
+
     def communicate(self) -> None:
-        if not self.plan.overlap:  # sequential baseline: same transfers, after the whole GEMM
+        if not self.plan.overlap or self.world == 1:  # sequential baseline: transfers after the GEMM
             for c, p in self.order:
                 self._ready(c, p)
+        if self.world == 1:  # the own chunk is produced straight into the output: nothing to move
+            return
         sends = self._reduce_scatter_ring() if self.algo == "ring" else self._reduce_scatter_direct()
         if self.all_reduce:
             sends += self._all_gather_ring() if self.algo == "ring" else self._all_gather_direct()
@@ -170,18 +185,23 @@ class GemmCollective:
                 self._ready(c, p)
                 if s > 0:
                     self.ws[c, p].add_(pe.wait(recvs[s - 1][p]))
+                    self.reductions += 1
                 sends.append(pe.isend(self.ws[c, p], nxt, s * P + p, f"RS step {s} chunk {c} piece {p}"))
         for p in range(P):
             self._ready(r, p)
             self._own_piece(p).add_(pe.wait(recvs[W - 2][p]))
+            self.reductions += 1
         return sends
 
     def _reduce_scatter_direct(self) -> list[Pending]:
         W, P, r, pe = self.world, self.P, self.rank, self.peers
         pm, pn = self.L.piece_shape
-        rbuf = self._take((W, P, pm, pn), self.ws)
+        rbuf = self._take((W - 1, P, pm, pn), self.ws)  # slot i: partial of others[i]
         others = [q for q in range(W) if q != r]
-        recvs = {q: [pe.irecv(rbuf[q, p], q, p, f"RS chunk {r} piece {p}") for p in range(P)] for q in others}
+        recvs = {
+            q: [pe.irecv(rbuf[i, p], q, p, f"RS chunk {r} piece {p}") for p in range(P)]
+            for i, q in enumerate(others)
+        }
         sends: list[Pending] = []
         for group in self.plan.groups_of(self.order):  # a group's regions go once all are computed
             for c, p in group:
@@ -189,11 +209,28 @@ class GemmCollective:
             for c, p in group:
                 if c != r:
                     sends.append(pe.isend(self.ws[c, p], c, p, f"RS chunk {c} piece {p}"))
+        if self.plan.reduce == "batched":
+            # one reduction per transfer step, once all of its partials landed: FiCCO's all-peer step p
+            # carries piece p from every peer; a shard-level exchange is one step carrying everything
+            own = self._own_chunk()  # holds this rank's partial already
+            steps = [[p] for p in range(P)] if self.plan.all_peer else [list(range(P))]
+            for step in steps:
+                for p in step:
+                    self._ready(r, p)
+                    for q in others:
+                        pe.wait(recvs[q][p])
+                if len(step) == P:
+                    own.add_(rbuf.sum(0))
+                else:
+                    own[step[0]].add_(rbuf[:, step[0]].sum(0))
+                self.reductions += 1
+            return sends
         for p in range(P):
             self._ready(r, p)
             acc = self._own_piece(p)  # holds this rank's partial already
             for q in others:
                 acc.add_(pe.wait(recvs[q][p]))
+                self.reductions += 1
         return sends
 
     def _gather_target(self, c: int, p: int) -> tuple[torch.Tensor, torch.Tensor]:

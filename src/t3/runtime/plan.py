@@ -16,15 +16,23 @@ is cut into as many pieces as there are ranks, step ``p`` sends piece ``p`` to e
 and the GEMM runs piece-major (piece ``p`` of every shard before piece ``p + 1``) in ``groups``
 compute groups: a group starts once all of its regions are there (AG -> GEMM), and its regions are
 sent once all of them are computed (GEMM -> RS/AR). ``groups=0`` means one group per region.
+
+``local_first`` orders the rank's own shard / chunk among its regions: ``True`` first, ``False``
+last, ``None`` the op's own choice (last for GEMM -> RS/AR, whose own chunk is reduced last; first
+for AG -> GEMM, whose own shard needs no transfer). ``reduce="batched"`` (GEMM -> RS/AR with direct
+transfers) makes the owner wait until every partial of a transfer step landed and add them in one
+reduction, instead of adding each as it lands (``"incremental"``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from dataclasses import fields as dataclass_fields
 from typing import Literal
 
 Granularity = Literal["shard", "ficco"]
 SplitDim = Literal["m", "n", "k"]
+Reduce = Literal["incremental", "batched"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,8 @@ class Plan:
     overlap: bool = True
     all_peer: bool = False
     groups: int = 0
+    local_first: bool | None = None
+    reduce: Reduce = "incremental"
 
     def __post_init__(self) -> None:
         if self.granularity not in ("shard", "ficco"):
@@ -49,23 +59,30 @@ class Plan:
             raise ValueError("plan.all_peer: FiCCO's all-peer pattern needs granularity 'ficco'")
         if not isinstance(self.groups, int) or isinstance(self.groups, bool) or self.groups < 0:
             raise ValueError(f"plan.groups: must be an integer >= 0, got {self.groups!r}")
+        if self.local_first not in (None, True, False):
+            raise ValueError(f"plan.local_first: must be None, True or False, got {self.local_first!r}")
+        if self.reduce not in ("incremental", "batched"):
+            raise ValueError(f"plan.reduce: must be 'incremental' or 'batched', got {self.reduce!r}")
 
     @classmethod
     def from_schedule(cls, name: str, world: int) -> Plan:
         """The plan that executes the FiCCO schedule ``name`` (``t3.ficco.space`` grammar) on ``world``
-        ranks:
+        ranks; every part of the name is executed or refused with a ``ValueError``, none is ignored:
 
-        - ``bulk-*``: the non-overlapped baseline;
-        - ``shard-g<G>-<M|N|K>-*``: G GEMM pieces, G a multiple of the world size (G = world is the
+        - ``bulk-g1-M-dma``: the non-overlapped baseline (``overlap=False``);
+        - ``shard-g<G>-<M|N|K>-dma``: G GEMM pieces, G a multiple of the world size (G = world is the
           shard plan; G = world x P cuts every shard into P pieces along the named dimension);
-        - ``ficco-g<G>-<M|N|K>-*``: FiCCO's all-peer pattern (``all_peer=True``, world pieces per
-          shard, G compute groups; needs ``algo='direct'``).
+        - ``ficco-g<G>-<M|N|K>-dma``: FiCCO's all-peer pattern (``all_peer=True``, world pieces per
+          shard, G compute groups; needs ``algo='direct'``);
+        - ``-ll`` / ``-lf`` (or nothing): the own shard / chunk last / first (``local_first``);
+        - ``-rb``: batched reductions (``reduce='batched'``; GEMM -> RS/AR with ``algo='direct'``);
+        - ``-s1``: one compute stream, which is what the runtime has.
 
-        The runtime's communication thread plays the DMA engine's role and its piece order is fixed
-        (own chunk last for GEMM -> RS/AR, own shard first for AG -> GEMM), so the executor and
-        ordering suffixes (``-cu``/``-dma``, ``-ll``) and the batched-reduction suffix (``-rb``: the
-        runtime always reduces a region as it arrives) select the same execution. Prefetch bounds
-        (``-p<D>``) and two compute streams (``-s2``) are not implemented: a ``ValueError`` says so."""
+        Refused: ``-cu`` (the runtime's communication thread and the backend move the bytes beside the
+        GEMM thread, as DMA engines do: that is ``-dma``; no communication runs on the GEMM's compute
+        thread), ``-s2`` (one compute thread), ``-p<D>`` (no prefetch bound), and ``bulk`` names other
+        than ``bulk-g1-M-dma[-lf]`` (as in the simulator's legality rules). The message names the
+        closest schedule the runtime runs."""
         from t3.errors import T3Error
         from t3.ficco.space import parse_name
 
@@ -73,24 +90,40 @@ class Plan:
             ax = parse_name(name)
         except T3Error as err:
             raise ValueError(f"plan: {err}") from None
-        if ax.prefetch or ax.streams != 1:
-            one = name.replace("-s2", "")
-            hint = f" (the one-stream schedule '{one}' runs)" if one != name and not ax.prefetch else ""
+        missing = []
+        if ax.streams != 1:
+            missing.append("two compute streams (-s2): the runtime has one compute thread")
+        if ax.prefetch:
+            missing.append(f"a prefetch bound (-p{ax.prefetch}): the runtime issues every transfer at once")
+        if ax.executor == "cu":
+            missing.append(
+                "a communication kernel on the compute units (-cu): the runtime's communication thread "
+                "and the backend move the bytes beside the GEMM thread, as DMA engines do (-dma)"
+            )
+        if missing:
+            near = replace(ax, streams=1, prefetch=0, executor="dma").name
             raise ValueError(
-                f"plan: '{name}': prefetch bounds (-p) and two compute streams (-s2) are not implemented in "
-                f"the runtime{hint}"
+                f"plan: '{name}': not implemented in the runtime: {'; '.join(missing)}. "
+                f"The closest schedule the runtime runs is '{near}'"
             )
         if ax.comm == "bulk":
+            if ax.g != 1 or ax.split != "M" or not ax.local_first or ax.reduce != "inc":
+                raise ValueError(
+                    f"plan: '{name}': bulk is one GEMM, then one collective: pieces, split, local order and "
+                    "batched reductions do not apply (the runtime runs 'bulk-g1-M-dma')"
+                )
             return cls(overlap=False)
+        order = {"local_first": ax.local_first, "reduce": "batched" if ax.reduce == "batched" else "incremental"}
         if ax.comm == "ficco":
             if (world * world) % ax.g:
                 raise ValueError(
                     f"plan: '{name}': {world * world} regions (world size {world} squared) do not split "
                     f"into {ax.g} compute groups"
                 )
-            plan = cls("ficco", ax.split.lower(), world, all_peer=True, groups=ax.g)  # type: ignore[arg-type]
+            split = ax.split.lower()
+            plan = cls("ficco", split, world, all_peer=True, groups=ax.g, **order)  # type: ignore[arg-type]
             if ax.split != "M" and ax.g > 1:  # one piece = the whole GEMM: nothing to mix
-                for grp in plan.groups_of(plan.all_peer_order(0, world, own_first=True)):
+                for grp in plan.groups_of(plan.all_peer_order(0, world, own_first=ax.local_first)):
                     if len({p for _, p in grp}) != 1:
                         raise ValueError(
                             f"plan: '{name}': a {ax.split}-split compute group must hold one piece, but "
@@ -102,15 +135,22 @@ class Plan:
                 f"plan: '{name}': {ax.g} GEMM pieces are not a multiple of the world size ({world})"
             )
         pieces = ax.g // world
-        return cls() if pieces == 1 else cls("ficco", ax.split.lower(), pieces)  # type: ignore[arg-type]
+        if pieces == 1:
+            return cls(**order)  # type: ignore[arg-type]
+        return cls("ficco", ax.split.lower(), pieces, **order)  # type: ignore[arg-type]
 
     def region_order(
         self, rank: int, world: int, owners: list[int], own_first: bool
     ) -> list[tuple[int, int]]:
         """The order a rank processes its regions (shard or chunk q, piece p): FiCCO's all-peer
-        order, or else shard-major over ``owners`` (the algorithm's order of shards / chunks)."""
+        order, or else shard-major over ``owners`` (the algorithm's order of shards / chunks). The own
+        shard / chunk goes first or last as ``local_first`` says; ``own_first`` is the op's choice
+        when ``local_first`` is None."""
+        first = own_first if self.local_first is None else self.local_first
         if self.all_peer:
-            return self.all_peer_order(rank, world, own_first)
+            return self.all_peer_order(rank, world, first)
+        others = [q for q in owners if q != rank]
+        owners = [rank, *others] if first else [*others, rank]
         return [(q, p) for q in owners for p in range(self.n_pieces)]
 
     def all_peer_order(self, rank: int, world: int, own_first: bool) -> list[tuple[int, int]]:
@@ -145,4 +185,12 @@ class Plan:
             base = f"ficco all-peer(split={self.split_dim}, pieces={self.pieces}, groups={self.groups or 'each'})"
         else:
             base = f"ficco(split={self.split_dim}, pieces={self.pieces})"
+        if self.local_first is not None:
+            base += ", local first" if self.local_first else ", local last"
+        if self.reduce == "batched":
+            base += ", batched reductions"
         return base if self.overlap else base + ", no overlap"
+
+    def fields(self) -> list[tuple[str, object]]:
+        """Every field and its value: the plan's full canonical description."""
+        return [(f.name, getattr(self, f.name)) for f in dataclass_fields(self)]

@@ -22,6 +22,8 @@ class RuntimeStats:
     wait_s: float = 0.0  # main thread blocked: on arrivals (AG->GEMM) or on communication after the GEMM
     comm_wait_s: float = 0.0  # communication thread blocked waiting for peers (transfers to complete)
     bytes_sent: int = 0  # payload bytes this rank sent (reference path: not measured, 0)
+    reductions: int = 0  # reduction operations on received partial sums (a batched one counts once)
+    handshake_s: float = 0.0  # the agreement all-gather before any data moved (0 when skipped)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -31,5 +33,6 @@ class RuntimeStats:
             f"{self.op}: {self.path} ({self.reason}); world {self.world_size}, algo {self.algo or '-'}, "
             f"plan {self.plan or '-'}, {self.tiles} tiles, {self.regions} regions; total {self.total_s * 1e3:.3f} ms, "
             f"producing {self.produce_s * 1e3:.3f} ms, waiting {self.wait_s * 1e3:.3f} ms, "
-            f"comm waiting {self.comm_wait_s * 1e3:.3f} ms, sent {self.bytes_sent} B"
+            f"comm waiting {self.comm_wait_s * 1e3:.3f} ms, sent {self.bytes_sent} B, "
+            f"{self.reductions} reductions, handshake {self.handshake_s * 1e3:.3f} ms"
         )

@@ -1,9 +1,10 @@
-"""Argument checks. Everything here runs before any communication and raises ``ValueError``
-naming the argument; only local facts are checked (a shape that differs between ranks cannot be
-seen without communicating and surfaces as a :class:`PeerError`)."""
+"""Argument checks. Everything here runs before any data moves and raises ``ValueError`` naming the
+argument; only local facts are checked here (a shape that differs between ranks is caught by the
+handshake, ``t3.runtime.handshake``, and raises :class:`PeerError` on every rank)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -87,10 +88,37 @@ def options(
         )
     if path not in PATHS:
         raise ValueError(f"path: expected one of {PATHS}, got {path!r}")
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise ValueError(f"timeout: expected a number of seconds > 0, got {timeout!r}")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or not timeout > 0
+    ):
+        raise ValueError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
     return (int(tile[0]), int(tile[1])), plan
 
 
 def divisible(what: str, size: int, by: int, why: str) -> str | None:
     return None if size % by == 0 else f"{what}: {size} is not divisible by {why} ({by})"
+
+
+def flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}: expected True or False, got {value!r}")
+    return value
+
+
+def reduction(plan: Plan, algo: str, gathers: bool) -> None:
+    """Batched reductions (``-rb``) exist for GEMM -> RS/AR with direct transfers only."""
+    if plan.reduce != "batched":
+        return
+    if gathers:
+        raise ValueError(
+            "plan.reduce: batched reductions (-rb) apply to GEMM -> reduce-scatter / all-reduce; "
+            "all-gather -> GEMM reduces nothing"
+        )
+    if algo != "direct":
+        raise ValueError(
+            f"plan.reduce: batched reductions (-rb) need algo='direct' (a ring adds the running partial sum "
+            f"at every hop: there is nothing to batch), got algo={algo!r}"
+        )

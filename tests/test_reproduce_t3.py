@@ -103,8 +103,8 @@ def test_timeline_integrates_to_dram_bytes(doc):
     assert {t["config"] for t in doc["timeline"]} == {c for c in ("sequential", "t3", "t3-mca") if c in pts}
     for tl in doc["timeline"]:
         total = sum(sum(v) for v in tl["series_Bps"].values()) * tl["bin_s"]
-        assert total == pytest.approx(sum(pts[tl["config"]]["dram_bytes"].values()), rel=1e-9)
-        assert {"gemm", "rs", "ag"} <= set(tl["series_Bps"])
+        assert total == pytest.approx(pts[tl["config"]]["hbm_work_bytes"], rel=1e-9)
+        assert {"gemm read", "gemm write", "rs read", "ag read"} <= set(tl["series_Bps"])
 
 
 def test_sensitivity_rows(doc):

@@ -51,6 +51,7 @@ def record(op: Operator, hw: Hardware, config: str, out: Outcome) -> dict[str, A
         "dram_bytes": dict(out.dram_bytes),
         "dram_bytes_total": sum(out.dram_bytes.values()),
         "link_bytes": out.link_bytes,
+        "hbm_work_bytes": out.hbm_work_bytes,
         "sim": {"events": out.events, "ops": sum(len(r.schedule.ops) for r in out.results)},
     }
     rec.update(out.extra)

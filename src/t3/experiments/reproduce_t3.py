@@ -286,6 +286,7 @@ def _run_result(rec: dict) -> dict:
         "breakdown_s": {k: bd[k] for k in ("gemm", "reduce_scatter", "all_gather", "exposed_comm")},
         "dram_bytes": {k: rec["dram_bytes"][k] for k in DRAM_CATEGORIES if k in rec["dram_bytes"]},
         "link_bytes": rec["link_bytes"],
+        "hbm_work_bytes": rec["hbm_work_bytes"],
         "tokens": rec["tokens"],
     }
 
@@ -304,7 +305,9 @@ def gemm_alone_s(task: dict) -> float:
 
 
 def hbm_timeline(point: dict, bins: int) -> dict:
-    """HBM bandwidth of GPU 0 by traffic category over time (bytes/s, averaged into ``bins`` bins)."""
+    """HBM use of GPU 0 by traffic category and direction over time (bytes/s of channel time, averaged
+    into ``bins`` bins): ``gemm read``, ``gemm write``, ``rs read`` (DMA / RS kernel reads), ``rs write``
+    (landing writes, NMC updates at their channel cost), ``ag read`` / ``ag write``."""
     from t3.api import resolve
     from t3.schedules import RunOptions
 
@@ -423,6 +426,7 @@ def _point_records(plan: Plan, study: list[dict], results: dict[str, dict]) -> l
                 "config": r["config"], "tokens": r["tokens"], "time_s": r["time_s"],
                 "speedup": seq[(r["model"], r["tp"], r["sublayer"])] / r["time_s"] - 1.0,
                 "breakdown_s": r["breakdown_s"], "dram_bytes": r["dram_bytes"], "link_bytes": r["link_bytes"],
+                "hbm_work_bytes": r["hbm_work_bytes"],
             }
         )  # fmt: skip
     return out

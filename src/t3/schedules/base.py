@@ -39,6 +39,9 @@ class Outcome:
     dram_bytes: dict[str, float]
     link_bytes: float
     results: list[Result] = field(default_factory=list)
+    # channel time of the HBM per GPU, in bytes at the peak rate: DRAM traffic plus what NMC updates
+    # cost beyond one write each (what takes time; dram_bytes is what is counted)
+    hbm_work_bytes: float = 0.0
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -98,7 +101,18 @@ def summarize(result: Result) -> Outcome:
         dram_bytes=dram_bytes(traffic),
         link_bytes=traffic.get("link", 0.0),
         results=[result],
+        hbm_work_bytes=hbm_work(sched),
     )
+
+
+def hbm_work(sched: Schedule) -> float:
+    """HBM work (bytes of channel time) per materialised GPU of a schedule."""
+    tot = 0.0
+    for op in sched.ops:
+        for r, a in op.demands:
+            if sched.resources[r].kind == "hbm":
+                tot += a
+    return tot / len(sched.gpus)
 
 
 def simulate_schedule(sched: Schedule, opts: RunOptions) -> Outcome:

@@ -63,6 +63,7 @@ def ideal_overlap(parts: dict[str, Outcome]) -> Outcome:
         dram_bytes=dram,
         link_bytes=sum(o.link_bytes for o in parts.values()),
         results=[r for o in parts.values() for r in o.results],
+        hbm_work_bytes=sum(o.hbm_work_bytes for o in parts.values()),
     )
 
 

@@ -218,9 +218,20 @@ class Engine:
             if usage is not None and dt > 0:
                 snap: dict[tuple[int, str], float] = {}
                 for i in active:
-                    c = ops[i].cat
-                    for r, a in ops[i].demands:
-                        snap[(r, c)] = snap.get((r, c), 0.0) + rate[i] * a
+                    op = ops[i]
+                    c = op.cat
+                    wr = dict(op.writes) if op.writes else {}
+                    for r, a in op.demands:
+                        if res[r].timing is not None:  # memory: reads and writes apart
+                            w = wr.get(r, 0.0)
+                            if a > w:
+                                k = (r, c + " read")
+                                snap[k] = snap.get(k, 0.0) + rate[i] * (a - w)
+                            if w > 0:
+                                k = (r, c + " write")
+                                snap[k] = snap.get(k, 0.0) + rate[i] * w
+                        else:
+                            snap[(r, c)] = snap.get((r, c), 0.0) + rate[i] * a
                 usage.append((now, t_next, snap))
             done = []
             keep = []

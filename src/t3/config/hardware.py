@@ -30,8 +30,10 @@ class Compute(_Strict):
     matrix_flops_per_clk_per_cu: dict[str, float] = Field(
         description="dense matrix FLOP per clock per CU, by dtype (fp16, bf16, fp8, fp32)"
     )
-    gemm_clock_hz: float | None = Field(
-        default=None, gt=0, description="sustained core clock under dense GEMM load (default: clock_hz)"
+    gemm_clock_hz: dict[str, float] | None = Field(
+        default=None,
+        description="sustained core clock under dense GEMM load, by dtype (power-limited GPUs clock lower"
+        " for dtypes that toggle more); a dtype not listed runs at clock_hz",
     )
     gemm_efficiency: float = Field(
         default=1.0,
@@ -70,7 +72,14 @@ class Compute(_Strict):
         for k, v in self.matrix_flops_per_clk_per_cu.items():
             if v <= 0:
                 raise ValueError(f"matrix_flops_per_clk_per_cu.{k}: must be > 0")
+        for k, v in (self.gemm_clock_hz or {}).items():
+            if v <= 0:
+                raise ValueError(f"gemm_clock_hz.{k}: must be > 0")
         return self
+
+    def gemm_clock(self, dtype: str) -> float:
+        """Clock (Hz) a dense GEMM of ``dtype`` sustains."""
+        return (self.gemm_clock_hz or {}).get(dtype, self.clock_hz)
 
     def peak_flops(self, dtype: str) -> float:
         """Matrix peak of the whole GPU for ``dtype`` in FLOP/s (efficiency not applied)."""

@@ -194,8 +194,7 @@ def tile_flops_per_s(hw: Hardware, tm: int, tn: int, dtype: str) -> float:
     rate = c.matrix_flops_per_clk_per_cu.get(dtype)
     if rate is None:
         raise ScheduleError(f"dtype: hardware '{hw.name}' has no matrix rate for {dtype}")
-    clock = c.gemm_clock_hz or c.clock_hz
-    peak = rate * clock * c.gemm_efficiency
+    peak = rate * c.gemm_clock(dtype) * c.gemm_efficiency
     if c.l2_Bps is None:
         return peak
     intensity = 2.0 * tm * tn / ((tm + tn) * DTYPE_BYTES[dtype])  # FLOP per byte read from the L2
@@ -208,7 +207,8 @@ _PLANS: dict = {}
 def _key(hw: Hardware) -> tuple:
     c, h = hw.compute, hw.hbm
     return (
-        c.cus, c.clock_hz, c.gemm_clock_hz, tuple(sorted(c.matrix_flops_per_clk_per_cu.items())),
+        c.cus, c.clock_hz, tuple(sorted((c.gemm_clock_hz or {}).items())),
+        tuple(sorted(c.matrix_flops_per_clk_per_cu.items())),
         c.gemm_efficiency, c.wg_per_cu, c.tile_m, c.tile_n, c.l2_bytes, c.l2_usable_fraction, c.l2_ways,
         c.l2_line_bytes, c.l2_Bps, c.k_step, c.k_stages, c.raster, c.kernel_launch_s, h.bandwidth_Bps,
         h.efficiency, h.turnaround, h.latency_s, h.service_s,

@@ -289,9 +289,13 @@ class Allocator:
     the read/write turnaround) and the loaded latency each priority level sees (the resource's
     :class:`Policy`). Where a closed stream would move more than its window allows at that latency, or
     the flows exceed the capacity, the latency is solved for (the closed streams' equilibrium with the
-    queue: ``X_i = min(D_i, W_i / L)``, bisection), which caps them; then the filling runs once more
+    queue: ``X_i = min(D_i, W_i / L)``, regula falsi), which caps them; then the filling runs once more
     with every demand. At saturation the closed streams thus share what is left in proportion to
-    their windows (Little's law). Two fillings at most: deterministic and cheap."""
+    their windows (Little's law). Two fillings at most: deterministic and cheap.
+
+    The rates are a function of what the active ops ask (not of their identity) and of the memories'
+    turnaround state, so an allocation is memoised under the active ops' *signatures*: the waves of a
+    GEMM and the chunks of a collective meet the same situations over and over."""
 
     def __init__(self, ops, xmax, cap, policies, timings):
         self.ops, self.xmax, self.cap, self.policies, self.timings = ops, xmax, cap, policies, timings
@@ -304,6 +308,16 @@ class Allocator:
         self.cap0 = list(xmax)  # unloaded cap: the window at the unloaded latency
         self.memof: list[tuple | None] = [None] * n  # ((r, a, writes, closed), ...) on memory resources
         self.eta = {r: 1.0 for r in mem}
+        self._memo: dict = {}
+        self._amemo: dict = {}
+        self._mems = sorted(mem)
+        sigs: dict = {}
+        self.sig = [
+            sigs.setdefault(
+                (op.prio, xmax[i], tuple(op.demands), op.window, tuple(op.writes)), len(sigs)
+            )
+            for i, op in enumerate(ops)
+        ]
         if not mem:
             return
         self.dem1 = list(self.dem)
@@ -392,6 +406,22 @@ class Allocator:
 
     # ---- one event ----------------------------------------------------------------------------
     def allocate(self, active, rate) -> None:
+        sig, eta = self.sig, self.eta
+        key = (tuple(sorted([sig[i] for i in active])), tuple([eta[r] for r in self._mems]))
+        hit = self._amemo.get(key)
+        if hit is not None:
+            by_sig, after = hit
+            for i in active:
+                rate[i] = by_sig[sig[i]]
+            for r, e in after:
+                eta[r] = e
+            return
+        self._allocate(active, rate)
+        if len(self._amemo) > 100_000:
+            self._amemo.clear()
+        self._amemo[key] = ({sig[i]: rate[i] for i in active}, tuple((r, eta[r]) for r in self._mems))
+
+    def _allocate(self, active, rate) -> None:
         cap0, memof = self.cap0, self.memof
         capx = {i: cap0[i] for i in active}
         on_mem = [i for i in active if memof[i] is not None] if self.mem else []
@@ -443,32 +473,60 @@ class Allocator:
                     if c < capx[i]:
                         capx[i] = c
                 again = True
-            if closed and not again:
-                again = True  # the closed streams' memory use was left out of the first filling
+        # (when no memory saturated and no window bound, the first filling already holds: the closed
+        # streams' memory use, left out of it, constrained nobody)
         if again:
             self._fill(active, capx, cap, rate, self.dem)
 
     def _solve(self, r, lv, group, by_level, cap, rate) -> float:
         """Latency at which the closed streams of level ``lv`` on memory ``r`` move what their
         windows allow (``X_i = min(D_i, W_i / L)``, ``D_i`` their rate in the first filling), the
-        other flows held: bisection on their total."""
+        other flows held: the root of a decreasing function of their total, by regula falsi (Illinois)
+        in a bracket; memoised (periodic schedules meet the same situation wave after wave)."""
         timing, policy, ops = self.timings[r], self.policies[r], self.ops
-        demand = [(ops[i].window, rate[i] * a) for i, a in group]
+        demand = tuple((ops[i].window, rate[i] * a) for i, a in group)
         base = by_level[lv] - sum(d for _, d in demand)
+        key = (r, lv, demand, base, cap, tuple(sorted(by_level.items())))
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
         flows = dict(by_level)
 
         def lat_at(x: float) -> float:
             flows[lv] = base + x
             return policy.latency(timing, cap, lv, flows)
 
+        def g(x: float) -> float:  # served - x: positive below the root
+            lat = lat_at(x)
+            return (sum(min(d, w / lat) for w, d in demand) if lat < math.inf else 0.0) - x
+
         lo, hi = 0.0, sum(d for _, d in demand)
-        for _ in range(40):
-            mid = 0.5 * (lo + hi)
-            lat = lat_at(mid)
-            served = sum(min(d, w / lat) for w, d in demand)
-            if served > mid:
-                lo = mid
-            else:
-                hi = mid
+        glo, ghi = g(lo), g(hi)
+        if ghi >= 0:  # every stream gets its demand
+            lo = hi
+        else:
+            side = 0
+            for _ in range(100):
+                x = (lo * ghi - hi * glo) / (ghi - glo) if ghi != glo else 0.5 * (lo + hi)
+                if not lo < x < hi:
+                    x = 0.5 * (lo + hi)
+                gx = g(x)
+                if gx > 0:
+                    lo, glo = x, gx
+                    if side == 1:
+                        ghi *= 0.5
+                    side = 1
+                else:
+                    hi, ghi = x, gx
+                    if side == -1:
+                        glo *= 0.5
+                    side = -1
+                if hi - lo <= 1e-12 * hi:
+                    break
         lat = lat_at(lo)
-        return lat if lat < math.inf else max(sum(w for w, _ in demand) / max(cap - base, 1e-300), 1e-300)
+        if lat == math.inf:
+            lat = max(sum(w for w, _ in demand) / max(cap - base, 1e-300), 1e-300)
+        if len(self._memo) > 100_000:
+            self._memo.clear()
+        self._memo[key] = lat
+        return lat

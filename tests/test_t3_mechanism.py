@@ -88,7 +88,8 @@ def test_bytes_match_closed_forms(config, model, tp):
     assert out.extra["gemm_write_bytes"]["remote"] == pytest.approx(s / n)
     assert d["rs_read"] == pytest.approx(s * (n - 2) / n)
     assert d["rs_write"] == pytest.approx(s * (n - 1) / n)
-    assert d["ag_read"] == pytest.approx(s * (n - 1) / n) and d["ag_write"] == pytest.approx(s * (n - 1) / n)
+    # NCCL's out-of-place ring all-gather: copySend, recvCopySend, recv (t3.ops.collectives)
+    assert d["ag_read"] == pytest.approx(s) and d["ag_write"] == pytest.approx(s * (2 * n - 1) / n)
     assert out.link_bytes == pytest.approx(2 * s * (n - 1) / n)
     plan, columns = staggered_plan(op, hw)
     # 2048 tokens / 32 GPUs = 64 rows < a 128-row tile: chunks are taken along the output columns
@@ -211,13 +212,16 @@ def test_mca_threshold_from_first_stage():
 
 
 def test_ideal_rs_nmc_closed_form():
-    """RS with NMC, idle ring: launch + (N-1)(latency + max(c/B_link, 2c/B_hbm, c/(cus x cu_copy)))."""
+    """RS with NMC, idle ring: launch + (N-1)(latency + max(c/B_link, 2c/B_hbm, 2c/(channels x cu_copy)))
+    (a step reads c and sends it as c of updates: a load and a store per byte on the kernel's CUs)."""
     hw = load_hardware("paper-80cu", {"link.bandwidth_Bps": 1e12})  # make HBM/CU the limit
     op = _op(tp=4)
     out = get_config("ideal-rs-nmc").run(op, hw, RunOptions())
     c = op.comm_bytes / 4
     step = hw.link.latency_s + max(
-        c / hw.link.bandwidth_Bps, 2 * c / hw.hbm.effective_Bps, c / (hw.compute.cus * hw.compute.cu_copy_Bps)
+        c / hw.link.bandwidth_Bps,
+        2 * c / hw.hbm.effective_Bps,
+        2 * c / (hw.collective.channels * hw.compute.cu_copy_Bps),
     )
     assert out.breakdown_s["reduce_scatter"] == pytest.approx(hw.compute.kernel_launch_s + 3 * step, rel=1e-9)
     ideal = get_config("ideal-gemm-rs-overlap").run(op, hw, RunOptions())

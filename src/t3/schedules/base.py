@@ -98,6 +98,7 @@ def summarize(result: Result) -> Outcome:
         dram_bytes=dram_bytes(traffic),
         link_bytes=traffic.get("link", 0.0),
         results=[result],
+        extra={"collectives": dict(sched.meta["algos"])} if sched.meta.get("algos") else {},
     )
 
 

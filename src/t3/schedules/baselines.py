@@ -63,6 +63,9 @@ def ideal_overlap(parts: dict[str, Outcome]) -> Outcome:
         dram_bytes=dram,
         link_bytes=sum(o.link_bytes for o in parts.values()),
         results=[r for o in parts.values() for r in o.results],
+        extra={
+            "collectives": {k: v for o in parts.values() for k, v in o.extra.get("collectives", {}).items()}
+        },
     )
 
 

@@ -16,8 +16,9 @@ explains the model with its formulas; in short, for a per-GPU block of ``c`` byt
   block (``prims_simple.h`` ``genericOp``), so the *last* primitive (the final ``recvReduceCopy`` /
   ``recv``, no link) starts when the channel's last link step ends: it is the *tail*, one op, not
   hidden behind the link.
-- **Direct** (mesh / switch; one-shot): every GPU writes each peer's block straight to it (all peers at
-  once); reduce-scatter then reduces the N blocks (N reads + 1 write), exposed.
+- **Direct** (mesh / switch; one-shot all-pairs): every GPU writes each peer's block straight to it
+  (all peers at once); the owner reduces its N blocks (N reads + 1 write) as they land (with DMA
+  engines, after they landed). RCCL runs it (MSCCL) for all-reduces up to ``direct_max_bytes``.
 - **NVLS** (NVSwitch, all-reduce): ``multimem.ld_reduce`` (the switch reads every GPU's copy of a
   shard and returns the sum) pipelined with ``multimem.st`` (the switch writes the shard to every GPU);
   the switch's reduction throughput is a resource.
@@ -27,9 +28,9 @@ explains the model with its formulas; in short, for a per-GPU block of ``c`` byt
 A step op's work: its link bytes divided by ``collective.link_efficiency`` x the protocol's payload
 share, its HBM reads (``b.hbm``) and writes (``b.hbm_w``; a landing write is the receiver's), and its
 loads + stores through the kernel's CUs (``channels`` of them, ``compute.cu_copy_Bps`` each) or the
-DMA engines. Its delay is the protocol's per-hop latency ``protocol.step_latency_s`` (unset: ``link.latency_s``;
-the first step also pays the kernel launch and the protocol's base latency). Traffic (``Op.traffic``) counts
-payload bytes where they are read and where they land.
+DMA engines. Its delay is the protocol's per-hop latency ``protocol.step_latency_s`` (unset:
+``link.latency_s``; the first step also pays the kernel launch and the protocol's base latency).
+Traffic (``Op.traffic``) counts payload bytes where they are read and where they land.
 
 :func:`simulate_collective` simulates one collective alone; :func:`idle_time` is the closed form of an
 idle collective (used to select the algorithm and protocol as the libraries do: least predicted time).

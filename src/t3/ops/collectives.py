@@ -408,8 +408,13 @@ def valid_algos(op: str, hw: Hardware, n: int) -> list[str]:
 
 
 def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = None) -> Algo:
-    """The library's choice: the candidate with the least predicted (closed-form) time."""
+    """The library's choice: the candidate with the least predicted (closed-form) time (memoised per
+    hardware object, operation, size, GPUs and executor)."""
     ex = ex or Executor()
+    key = (id(hw), op, nbytes, n, ex.kind, ex.cus)
+    hit = _CHOICES.get(key)
+    if hit is not None and hit[0] is hw:
+        return hit[1]
     cands = candidates(op, hw, n, ex, nbytes)
     if not cands:
         raise ScheduleError(f"topology: {op} is not modelled on a {hw.topology.kind} topology")
@@ -418,7 +423,13 @@ def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = N
         t = idle_time(op, a, nbytes, hw, n, ex)
         if best is None or t < best[0] * (1 - 1e-12):
             best = (t, a)
+    if len(_CHOICES) > 10_000:
+        _CHOICES.clear()
+    _CHOICES[key] = (hw, best[1])
     return best[1]
+
+
+_CHOICES: dict[tuple, tuple[Hardware, Algo]] = {}
 
 
 def parse_algo(op: str, algo: str | Algo, hw: Hardware, n: int) -> Algo | None:

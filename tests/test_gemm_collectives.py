@@ -32,21 +32,29 @@ def test_compute_bound_gemm_matches_flops_over_peak(paper_hw):
     assert len(plan.waves) == math.ceil(plan.tiles / plan.wave_size)
 
 
+def _tail(hw, c, k):
+    """The final primitive of a ring (recvReduceCopy k=3, recv k=2): k c through the kernel's CUs / HBM."""
+    return k * c / min(hw.collective.channels * hw.compute.cu_copy_Bps, hw.hbm.effective_Bps)
+
+
 @pytest.mark.parametrize("tp", [2, 4, 8, 16])
 def test_idle_ring_reduce_scatter_closed_form(paper_hw, tp):
     hw = paper_hw
     op = _op(1024 * tp, 4096, 512, tp)
     t = simulate_schedule(sequential_schedule(op, hw, RunOptions(), parts="rs"), RunOptions()).time_s
     c = op.comm_bytes / tp
-    # link-bound step (HBM: 5 chunks per step per GPU at 0.9 TB/s; CUs: 4 chunks at 80 x 24 GB/s)
+    # link-bound steps (HBM: 3 chunks per step per GPU at 0.9 TB/s; CUs: 3 chunks at 16 x 24 GB/s)
     step = max(
         c / hw.link.bandwidth_Bps,
-        5 * c / hw.hbm.effective_Bps,
-        4 * c / (hw.compute.cus * hw.compute.cu_copy_Bps),
+        3 * c / hw.hbm.effective_Bps,
+        3 * c / (hw.collective.channels * hw.compute.cu_copy_Bps),
     )
     assert step == pytest.approx(c / hw.link.bandwidth_Bps)
     assert t == pytest.approx(
-        hw.compute.kernel_launch_s + (tp - 1) * (c / hw.link.bandwidth_Bps + hw.link.latency_s), rel=1e-9
+        hw.compute.kernel_launch_s
+        + (tp - 1) * (c / hw.link.bandwidth_Bps + hw.link.latency_s)
+        + _tail(hw, c, 3),
+        rel=1e-9,
     )
 
 
@@ -55,22 +63,26 @@ def test_hbm_bound_ring_reduce_scatter_closed_form():
     op = _op(8192, 4096, 512, 8)
     t = simulate_schedule(sequential_schedule(op, hw, RunOptions(), parts="rs"), RunOptions()).time_s
     c = op.comm_bytes / 8
-    assert t == pytest.approx(hw.compute.kernel_launch_s + 7 * (5 * c / 1e11 + hw.link.latency_s), rel=1e-9)
+    # send: read c + land c; recvReduceSend: read 2c + land c; then the recvReduceCopy (3c)
+    steps = 2 * c / 1e11 + 6 * 3 * c / 1e11
+    assert t == pytest.approx(
+        hw.compute.kernel_launch_s + 7 * hw.link.latency_s + steps + _tail(hw, c, 3), rel=1e-9
+    )
 
 
-def test_direct_reduce_scatter_on_mesh_closed_form():
+def test_ring_reduce_scatter_on_mesh_closed_form():
+    """RCCL's rings span every xGMI link: a step's c spreads over the 7 links of a GPU."""
     hw = load_hardware("mi300x-8")
     op = _op(8192, 8192, 1024, 8)
     t = simulate_schedule(sequential_schedule(op, hw, RunOptions(), parts="rs"), RunOptions()).time_s
     c = op.comm_bytes / 8
-    # 7 sends in parallel, one per link; then the owner reduces 8 chunks (9 c of HBM traffic)
-    send = max(
-        c / hw.link.bandwidth_Bps,
-        14 * c / hw.hbm.effective_Bps,
-        7 * c / (hw.compute.cus * hw.compute.cu_copy_Bps),
-    )
-    red = max(9 * c / hw.hbm.effective_Bps, 9 * c / (hw.compute.cus * hw.compute.cu_copy_Bps))
-    assert t == pytest.approx(hw.compute.kernel_launch_s + hw.link.latency_s + send + red, rel=1e-9)
+    col = hw.collective
+    cu = col.channels * hw.compute.cu_copy_Bps
+    link = c / 7 / (hw.link.bandwidth_Bps * col.link_efficiency)
+    first = max(link, 2 * c / hw.hbm.effective_Bps, 2 * c / cu)
+    step = max(link, 3 * c / hw.hbm.effective_Bps, 3 * c / cu)
+    expect = hw.compute.kernel_launch_s + col.simple.base_latency_s + 7 * col.simple.step_latency_s
+    assert t == pytest.approx(expect + first + 6 * step + _tail(hw, c, 3), rel=1e-9)
 
 
 def test_ring_all_gather_closed_form(paper_hw):
@@ -79,7 +91,8 @@ def test_ring_all_gather_closed_form(paper_hw):
     t = simulate_schedule(sequential_schedule(op, hw, RunOptions(), parts="ag"), RunOptions()).time_s
     c = op.comm_bytes / 8
     assert t == pytest.approx(
-        hw.compute.kernel_launch_s + 7 * (c / hw.link.bandwidth_Bps + hw.link.latency_s), rel=1e-9
+        hw.compute.kernel_launch_s + 7 * (c / hw.link.bandwidth_Bps + hw.link.latency_s) + _tail(hw, c, 2),
+        rel=1e-9,
     )
 
 
@@ -93,20 +106,24 @@ def _a2a_time(hw, matrix, symmetric):
 
 
 def test_all_to_all_closed_form_and_skew():
-    hw = load_hardware("mi300x-8", {"link.latency_s": 0.0})
+    hw = load_hardware(
+        "mi300x-8", {"collective.simple.base_latency_s": 0.0, "collective.simple.step_latency_s": 0.0}
+    )
     n, s = 8, 64e6
     even = [[0.0 if g == h else s for h in range(n)] for g in range(n)]
-    # each message on its own link; HBM: 7 reads + 7 writes of s per GPU; DMA overhead none (CU executor)
+    # each message on its own link; per GPU 7 sends (read s, land s) and 7 receiver copies (read s,
+    # write s) on HBM and on the kernel's CUs (a load and a store per byte each)
+    bw = hw.link.bandwidth_Bps * hw.collective.link_efficiency
     expect = max(
-        s / hw.link.bandwidth_Bps,
-        14 * s / hw.hbm.effective_Bps,
-        7 * s / (hw.compute.cus * hw.compute.cu_copy_Bps),
+        s / bw,
+        28 * s / hw.hbm.effective_Bps,
+        28 * s / (hw.collective.channels * hw.compute.cu_copy_Bps),
     )
     assert _a2a_time(hw, even, True) == pytest.approx(expect)
     assert _a2a_time(hw, even, False) == pytest.approx(expect)
     skew = [row[:] for row in even]
     skew[3][5] = 4 * s  # one hot expert: the slowest link sets the time
-    assert _a2a_time(hw, skew, False) == pytest.approx(4 * s / hw.link.bandwidth_Bps)
+    assert _a2a_time(hw, skew, False) == pytest.approx(4 * s / bw)
     with pytest.raises(Exception, match="all-GPU mode"):
         _a2a_time(hw, skew, True)
 

@@ -63,9 +63,16 @@ class Compute(_Strict):
         default="row", description="order of a GEMM's tiles inside a chunk: row-major or column-major"
     )
     cu_copy_Bps: float = Field(
-        gt=0, description="bytes/s one CU moves in a communication/reduction kernel (load+store issue limit)"
+        gt=0,
+        description="bytes/s of loads + stores one CU issues in a communication/reduction kernel"
+        " (a copy of c bytes issues 2c, a two-input reduction 3c)",
     )
     kernel_launch_s: float = Field(default=0.0, ge=0, description="launch overhead per kernel")
+    cu_inflight_bytes: float = Field(
+        default=0.0,
+        ge=0,
+        description="bytes one CU of a copy/reduction kernel keeps in flight to memory (0 = no window limit)",
+    )
 
     @model_validator(mode="after")
     def _dtypes(self) -> Compute:
@@ -182,6 +189,85 @@ class Mca(_Strict):
     )
 
 
+class Protocol(_Strict):
+    """One protocol of the collective library (NCCL/RCCL: LL, LL128, Simple) in its tuning model."""
+
+    enabled: bool = Field(default=True, description="the library may select this protocol")
+    base_latency_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="fixed latency of a collective kernel with this protocol (once per call)",
+    )
+    step_latency_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="latency of one ring step (one hop: link, flag polling, slice sync; NCCL's hwLatencies)"
+        " (unset = link.latency_s)",
+    )
+    bw_fraction: float = Field(
+        default=1.0, gt=0, le=1, description="payload share of the bytes on the wire (LL 0.5, LL128 120/128)"
+    )
+    max_busbw_Bps: float = Field(
+        default=0.0, ge=0, description="cap on the bus bandwidth this protocol reaches (0 = no cap)"
+    )
+
+
+class Ll128(Protocol):
+    """LL128: 120 payload bytes per 128-byte line (NCCL ``NCCL_LL128_DATAELEMS``); off unless enabled."""
+
+    enabled: bool = Field(default=False, description="the library may select this protocol")
+    bw_fraction: float = Field(default=120.0 / 128.0, gt=0, le=1, description="payload share on the wire")
+
+
+class Ll(Protocol):
+    """LL: 8 payload bytes per 16-byte line (data + flag); off unless enabled."""
+
+    enabled: bool = Field(default=False, description="the library may select this protocol")
+    bw_fraction: float = Field(default=0.5, gt=0, le=1, description="payload share on the wire")
+
+
+class Collective(_Strict):
+    """The collective library's model (:mod:`t3.ops.collectives`): channels, protocols, NVLS."""
+
+    channels: int = Field(
+        default=0,
+        ge=0,
+        description="CUs (channels, one thread block each) a ring/direct collective kernel runs on (0 = all CUs)",
+    )
+    link_efficiency: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="achievable fraction of link.bandwidth_Bps for a collective's data",
+    )
+    simple: Protocol = Protocol()
+    ll128: Ll128 = Ll128()
+    ll: Ll = Ll()
+    direct_channels: int = Field(
+        default=0,
+        ge=0,
+        description="CUs a direct (one-shot, all-pairs) collective kernel runs on (0 = as channels)",
+    )
+    direct_max_bytes: float = Field(
+        default=0.0,
+        ge=0,
+        description="all-reduce sizes (bytes) up to which the library runs the direct algorithm on a mesh or"
+        " switch instead of choosing by its tuning model (RCCL's MSCCL all-pairs; 0 = never)",
+    )
+    nvls_reduce_Bps: float = Field(
+        default=0.0,
+        ge=0,
+        description="switch (NVLink SHARP) reduction throughput, input bytes/s of the whole switch (0 = no NVLS)",
+    )
+    nvls_latency_s: float = Field(
+        default=0.0, ge=0, description="latency of an NVLS collective (once per call)"
+    )
+    nvls_efficiency: float = Field(
+        default=1.0, gt=0, le=1, description="achievable fraction of the port bandwidth for NVLS traffic"
+    )
+    nvls_channels: int = Field(default=0, ge=0, description="CUs an NVLS kernel runs on (0 = as channels)")
+
+
 class Hardware(_Strict):
     name: str
     description: str = ""
@@ -193,6 +279,7 @@ class Hardware(_Strict):
     nmc: Nmc
     tracker: Tracker = Tracker()
     mca: Mca = Mca()
+    collective: Collective = Collective()
 
     def with_overrides(self, overrides: dict[str, Any]) -> Hardware:
         """A new validated Hardware with dotted-path overrides applied (``{"link.bandwidth_Bps": 1e11}``)."""

@@ -22,11 +22,12 @@ Durations:
   (one GEMM's double buffering, or two GEMMs on two streams) share the HBM and the CUs by
   demand-proportional progressive filling, the engine's rule (:func:`_share`). One stream: pieces
   back to back, each its alone time. Two streams: piece ``i`` waits for piece ``i - 2``;
-- a transfer step: fixed delay (link latency, DMA command overhead, kernel launch for a CU kernel or
-  a bulk collective) plus its bytes at the bottleneck rate of what the step's sends share: the links
-  (a mesh: one per peer; a switch: the GPU's port), the HBM (each GPU reads what it sends and writes
-  what it receives), the communication kernel's CUs at the per-CU copy rate, or the DMA engines (a
-  schedule's command runs on one engine, a bulk collective's on all);
+- a transfer step: fixed delay (link latency, DMA command overhead, kernel launch for a CU kernel)
+  plus its bytes at the bottleneck rate of what the step's sends share: the links at their
+  achievable rate (a mesh: one per peer; a switch: the GPU's port), the HBM (each GPU reads what it
+  sends and writes what it receives), the communication kernel's CUs (a load and a store per byte at
+  the per-CU rate), or the DMA engines (a command runs on one engine); a bulk collective is the
+  library collective's own closed form (:func:`t3.ops.collectives.idle_time`);
 - reductions: incremental ones (3 bytes of HBM per received byte, on the communication CUs) one at a
   time in landing order; batched ones (N reads + 1 write, all CUs) one kernel per step.
 """
@@ -42,6 +43,7 @@ from typing import NamedTuple
 from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
 from t3.ficco.space import Axes, FiccoOperator, check_fits, enumerate_space, parse_name
+from t3.ops.collectives import Executor, choose, idle_time
 from t3.schedules.ficco import _unit_bytes, comm_cus, gemm_plan, plan_pieces, shape_of
 from t3.sim.engine import Allocator
 from t3.sim.schedule import Policy, hbm_timing
@@ -305,21 +307,20 @@ _SHAPES: dict[tuple, tuple] = {}
 
 
 class _Comm:
-    """Closed-form transfer steps of one executor on one topology (per GPU, symmetric)."""
+    """Closed-form transfer steps of a schedule's own sends (:func:`t3.schedules.ficco._Gen.send`:
+    :func:`t3.ops.collectives.transfer_work`; a DMA command runs on one engine), per GPU, symmetric."""
 
-    def __init__(self, hw: Hardware, executor: str, cus: int | None, collective: bool = False):
-        """``collective``: a bulk collective's steps (:mod:`t3.ops.collectives`: every step pays
-        the kernel launch and a DMA command may use every engine) rather than a schedule's own
-        sends (:func:`t3.schedules.ficco._Gen.send`: a DMA command runs on one engine)."""
-        self.hw, self.ex, self.collective = hw, executor, collective
-        self.bw = hw.link.bandwidth_Bps
-        self.hbm = hw.hbm.effective_Bps
-        self.copy = (cus or hw.compute.cus) * hw.compute.cu_copy_Bps
+    def __init__(self, hw: Hardware, executor: str, cus: int | None):
+        self.hw, self.ex = hw, executor
+        self.bw = hw.link.bandwidth_Bps * hw.collective.link_efficiency
+        # a send reads at the source and writes at the destination: both on this GPU's HBM
+        self.hbm = hw.hbm.effective_Bps * hbm_timing(hw).eta(0.5)
+        self.copy = (cus or hw.compute.cus) * hw.compute.cu_copy_Bps / 2  # a load and a store per byte
         dma = executor == "dma"
         self.delay = (
             hw.link.latency_s
             + (hw.dma.command_overhead_s if dma else 0.0)
-            + (hw.compute.kernel_launch_s if collective or not dma else 0.0)
+            + (0.0 if dma else hw.compute.kernel_launch_s)
         )
 
     def step_s(self, nbytes: float, sends: int) -> float:
@@ -330,8 +331,7 @@ class _Comm:
         if self.ex == "cu":
             rate = min(rate, self.copy)
         else:
-            engines = hw.dma.engines if self.collective else min(sends, hw.dma.engines)
-            rate = min(rate, engines * hw.dma.bandwidth_Bps)
+            rate = min(rate, min(sends, hw.dma.engines) * hw.dma.bandwidth_Bps)
         return self.delay + sends * nbytes / rate
 
 
@@ -435,26 +435,30 @@ def _scatter_s(fop, hw, ax, com, done, k) -> float:
         )
         busy = (2 * sent + 3 * sent) / hbm
         if ax.executor == "cu":
-            busy = max(busy, 4 * sent / copy_k)
+            busy = max(busy, (2 + 3) * sent / copy_k)  # a send's load + store, a reduction's 2 loads + store
         red_end = max(red_end, first + busy)
     return max(end, red_end)
 
 
 def _bulk_s(fop: FiccoOperator, hw: Hardware, ax: Axes) -> float:
+    """A bulk schedule: the library collective (closed form of :mod:`t3.ops.collectives`, the
+    algorithm and protocol the library picks) before or after the whole GEMM alone."""
     n, c = fop.gpus, hw.compute
-    com = _Comm(hw, ax.executor, None, collective=True)
+    ex = Executor(ax.executor, None, "comm")
+
+    def coll(op: str, nbytes: float) -> float:
+        return idle_time(op, choose(op, nbytes, hw, n, ex), nbytes, hw, n, ex)
+
     if fop.op == "moe":
         rows = fop.expert_rows()[0]
         g = sum(gemm_alone_s(s, hw, c.cus) for s in
                 (GemmShape(rows * n, 2 * fop.n, fop.k, fop.dtype), GemmShape(rows * n, fop.k, fop.n, fop.dtype)))  # fmt: skip
-        a2a = com.step_s(rows * fop.k * fop.eb, n - 1)
+        a2a = coll("all_to_all", (n - 1) * rows * fop.k * fop.eb)
         return a2a + g + a2a
     g = gemm_alone_s(GemmShape(fop.m, fop.n, fop.k, fop.dtype), hw, c.cus)
     if fop.op == "ag-gemm":
-        return com.step_s(fop.m * fop.k * fop.eb / n, n - 1) + g
-    cb = fop.m * fop.n * fop.eb / n
-    red = (n + 1) * cb / min(hw.hbm.effective_Bps, c.cus * c.cu_copy_Bps)
-    return g + com.step_s(cb, n - 1) + red
+        return coll("all_gather", fop.m * fop.k * fop.eb) + g
+    return g + coll("reduce_scatter", fop.m * fop.n * fop.eb)
 
 
 def comm_hbm_bytes(fop: FiccoOperator, ax: Axes) -> float:

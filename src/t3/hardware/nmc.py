@@ -4,15 +4,29 @@ write of the same bytes (1.0: the bank's read-modify-write is hidden). Updates b
 memory), so they neither evict GEMM operands nor hit in the cache.
 
 Also: a ring / direct reduce-scatter whose reductions are NMC updates (the RS of ``ideal-rs-nmc``): the
-CUs of the RS kernel read and send each chunk, the receiver's memory reduces it on arrival, so a step
-costs 1 read + 1 update instead of 1 write + 2 reads + 1 write of a CU reduction.
+same library collective as :mod:`t3.ops.collectives` (protocol, latencies, channels, link efficiency),
+but the receiver's memory reduces each chunk on arrival. A ring step reads c (the chunk, which already
+holds the upstream sum) and sends it as c of updates: per GPU (N-1)c read, (N-1)c of updates (each
+counted as one channel write in the traffic, whatever its HBM cost), and no final reduction, hence no
+reduction tail.
 """
 
 from __future__ import annotations
 
 from t3.config.hardware import Hardware
 from t3.errors import ConfigError
-from t3.ops.collectives import Executor, StartFn, _no_deps, ring_step_deps
+from t3.ops.collectives import (
+    SEND,
+    Algo,
+    Executor,
+    StartFn,
+    _no_deps,
+    base_latency,
+    choose,
+    run_ring,
+    step_latency,
+    step_op,
+)
 from t3.sim.schedule import Ref, ScheduleBuilder
 
 
@@ -46,24 +60,33 @@ def nmc_reduce_scatter(
     b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
     prefix: str = "rs", cat: str = "rs", prio: int = 0, launch: bool = True,
 ) -> dict[int, list[Ref]]:  # fmt: skip
-    """RS with NMC reductions: ring (g -> g-1, N-1 steps) on a ring, direct sends otherwise."""
+    """RS with NMC reductions: ring (g -> g-1, N-1 steps) on a ring, direct sends otherwise; the protocol
+    is the one the library picks for the CU reduce-scatter of the same size."""
     ex = ex or Executor()
     n, hw = b.n, b.hw
     c = nbytes / n
-    ring = hw.topology.kind == "ring"
-    offsets = [-1] * (n - 1) if ring else list(range(1, n))
+    proto = choose("reduce_scatter", nbytes, hw, n, ex).proto if ex.kind == "cu" else "simple"
+    algo = Algo("ring" if hw.topology.kind == "ring" else "direct", proto)
+    b.meta.setdefault("algos", {})[prefix] = f"{algo.name}-nmc/{proto}"
+
+    def land(dst: int, nb: float):
+        return update_work(b, dst, nb)[0], nb  # one update = one channel write in the traffic
+
+    if algo.name == "ring":
+        return run_ring(
+            b, c, [SEND] * (n - 1), None, algo=algo, ex=ex, start=start, prefix=prefix, cats=lambda j: cat,
+            prio=prio, launch=launch, land=land,
+        )  # fmt: skip
+    delay = (
+        step_latency(hw, algo, ex)
+        + base_latency(hw, algo, ex)
+        + (hw.compute.kernel_launch_s if launch else 0.0)
+    )
+    offsets = list(range(1, n))
     for g in b.gpus:
         for j, off in enumerate(offsets):
-            deps = ring_step_deps(start, g, j, prefix) if ring else list(start(g))
-            upd = update_work(b, g + off, c)
-            ch = c
-            work = [(r, c) for r in b.path(g, g + off)] + [(b.hbm(g), c)] + upd + ex.work(b, g, c)
-            first = j == 0 or not ring
-            b.add(
-                g, f"{prefix}.{j}", kind="rs-step", cat=cat, work=work,
-                delay_s=ex.step_delay(b, launch and first),
-                deps=deps, traffic={f"{cat}_read": c, f"{cat}_write": ch, "link": c}, prio=prio,
+            step_op(
+                b, g, f"{prefix}.{j}", SEND, c, [off], algo=algo, ex=ex, cat=cat, delay=delay,
+                deps=list(start(g)), prio=prio, land=land,
             )  # fmt: skip
-    if ring:
-        return {g: [(g, f"{prefix}.{n - 2}")] for g in b.gpus}
     return {g: [(g - off, f"{prefix}.{j}") for j, off in enumerate(offsets)] for g in b.gpus}

@@ -1,189 +1,630 @@
-"""Collective algorithms as schedule fragments: ring / direct reduce-scatter and all-gather, all-to-all.
+"""Collectives as NCCL / RCCL run them, as schedule fragments: ring, direct and NVLS algorithms with
+the libraries' protocols (LL, LL128, Simple), channels, latencies and per-step data movement.
 
-Each function adds ops to a :class:`~t3.sim.schedule.ScheduleBuilder` for every materialised GPU and
-returns, per GPU, the refs of the ops that finish the collective there. ``start(g)`` gives the refs a
-GPU's first step waits for.
+Every function that adds a collective to a :class:`~t3.sim.schedule.ScheduleBuilder` adds ops for every
+materialised GPU and returns, per GPU, the refs of the ops that finish the collective there;
+``start(g)`` gives the refs GPU g's collective waits for. ``docs/architecture.md`` ("Collectives")
+explains the model with its formulas; in short, for a per-GPU block of ``c`` bytes:
 
-Cost model of one transfer of ``c`` bytes from GPU s to GPU d (all parts progress together, i.e.
-the slices of a step are pipelined, so a step lasts ``latency + max`` of its parts):
-- the link path s -> d carries ``c`` bytes (``latency_s`` once per step);
-- s reads ``c`` bytes from its HBM; d writes ``c`` bytes into its HBM (the landing buffer);
-- with the ``cu`` executor the bytes pass through the CUs of a communication kernel at
-  ``cu_copy_Bps`` per CU (the kernel owns ``cus`` CUs: a partition resource, plus the GPU's CU pool);
-  with the ``dma`` executor they pass through the GPU's DMA engines instead, and each command pays
-  ``dma.command_overhead_s``.
-A ring reduce-scatter step also *reduces* on the receiver: it reads the landed chunk and its local
-chunk and writes the sum (2 reads + 1 write of ``c`` bytes through the kernel's CUs and HBM). So an
-idle ring RS of a tensor of S bytes over N GPUs takes
-``launch + (N-1) * (latency + max(c/B_link, HBM bytes/B_hbm, CU bytes/B_cu))`` with c = S/N.
+- **Ring** (NCCL/RCCL ``runRing``; GPU g sends to g-1): a sequence of *steps*, one primitive per step,
+  each moving ``c`` over the link while reading and writing HBM. Reduce-scatter: ``send`` (read c,
+  land c at the peer), N-2 x ``recvReduceSend`` (read the landed chunk and the local one, land the sum
+  at the peer), then ``recvReduceCopy`` (read both, write the output): per GPU (2N-1)c read, Nc written.
+  All-gather (out of place): ``copySend``, N-2 x ``recvCopySend``, ``recv`` (read the landed chunk,
+  write the output): Nc read, (2N-1)c written. All-reduce: the two chained, 2(N-1) link steps:
+  (3N-2)c read, (3N-2)c written. The primitives of a channel run one after the other in one thread
+  block (``prims_simple.h`` ``genericOp``), so the *last* primitive (the final ``recvReduceCopy`` /
+  ``recv``, no link) starts when the channel's last link step ends: it is the *tail*, one op, not
+  hidden behind the link.
+- **Direct** (mesh / switch; one-shot all-pairs): every GPU writes each peer's block straight to it
+  (all peers at once); the owner reduces its N blocks (N reads + 1 write) as they land (with DMA
+  engines, after they landed). RCCL runs it (MSCCL) for all-reduces up to ``direct_max_bytes``.
+- **NVLS** (NVSwitch, all-reduce): ``multimem.ld_reduce`` (the switch reads every GPU's copy of a
+  shard and returns the sum) pipelined with ``multimem.st`` (the switch writes the shard to every GPU);
+  the switch's reduction throughput is a resource.
+- **All-to-all**: grouped send/recv (a p2p kernel): the sender writes into the receiver's buffer, the
+  receiver copies it out (pipelined); with DMA engines the copy lands directly.
+
+A step op's work: its link bytes divided by ``collective.link_efficiency`` x the protocol's payload
+share, its HBM reads (``b.hbm``) and writes (``b.hbm_w``; a landing write is the receiver's), and its
+loads + stores through the kernel's CUs (``channels`` of them, ``compute.cu_copy_Bps`` each) or the
+DMA engines. Its delay is the protocol's per-hop latency ``protocol.step_latency_s`` (unset:
+``link.latency_s``; the first step also pays the kernel launch and the protocol's base latency).
+Traffic (``Op.traffic``) counts payload bytes where they are read and where they land.
+
+:func:`simulate_collective` simulates one collective alone; :func:`idle_time` is the closed form of an
+idle collective (used to select the algorithm and protocol as the libraries do: least predicted time).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from t3.errors import ScheduleError
-from t3.sim.schedule import Ref, ScheduleBuilder
+from t3.config.hardware import Hardware
+from t3.errors import ConfigError, ScheduleError
+from t3.sim.schedule import Ref, ScheduleBuilder, hbm_timing
 
 StartFn = Callable[[int], list[Ref]]
+Work = list[tuple[int, float]]
+
+OPS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
+PROTOCOLS = ("ll", "ll128", "simple")
+# Named implementations of each operation (the library's own: ring, nvls; one-shot direct; the
+# store-and-forward ring RS that lands, reduces and re-reads every chunk).
+ALGORITHMS = {
+    "reduce_scatter": ("ring", "direct", "ring-sf"),
+    "all_gather": ("ring", "direct"),
+    "all_reduce": ("ring", "direct", "nvls"),
+    "all_to_all": ("direct",),
+}
 
 
 def _no_deps(g: int) -> list[Ref]:
     return []
 
 
+@dataclass(frozen=True)
+class Algo:
+    """An algorithm and its protocol, reported as ``"ring/simple"``."""
+
+    name: str
+    proto: str = "simple"
+
+    def __str__(self) -> str:
+        return f"{self.name}/{self.proto}"
+
+
 class Executor:
-    """Where the data movement of a collective runs: a CU kernel with ``cus`` CUs, or DMA engines."""
+    """Where a collective's data movement runs: a CU kernel of ``cus`` CUs (channels; default: the
+    preset's ``collective.channels``) or the DMA engines (reductions still run on CUs)."""
 
     def __init__(self, kind: str = "cu", cus: int | None = None, name: str = "comm"):
         if kind not in ("cu", "dma"):
             raise ScheduleError(f"executor: unknown executor '{kind}' (cu, dma)")
         self.kind, self.cus, self.name = kind, cus, name
 
-    def work(self, b: ScheduleBuilder, gpu: int, nbytes: float) -> list[tuple[int, float]]:
-        """Resource work for moving ``nbytes`` through this executor on ``gpu``."""
-        if self.kind == "dma":
-            return [(b.dma(gpu), nbytes)]
-        cu_s = nbytes / b.hw.compute.cu_copy_Bps
+    def channels(self, hw: Hardware) -> int:
+        """CUs of the kernel: ``cus`` if given, else ``collective.channels`` (0: every CU)."""
+        ch = self.cus or hw.collective.channels or hw.compute.cus
+        return min(ch, hw.compute.cus)
+
+    def cu_work(self, b: ScheduleBuilder, gpu: int, mem_bytes: float) -> Work:
+        """CU work of ``mem_bytes`` of loads + stores on the kernel's CUs."""
+        cu_s = mem_bytes / b.hw.compute.cu_copy_Bps
         out = [(b.cu(gpu), cu_s)]
-        cus = self.cus or b.hw.compute.cus
-        if cus < b.hw.compute.cus:
-            out.append((b.partition(gpu, self.name, cus), cu_s))
+        ch = self.channels(b.hw)
+        if ch < b.hw.compute.cus:
+            out.append((b.partition(gpu, self.name, ch), cu_s))
         return out
 
-    def reduce_work(self, b: ScheduleBuilder, gpu: int, nbytes: float) -> list[tuple[int, float]]:
-        """Reductions always run on CUs (DMA engines cannot add; NMC is modelled by T3 schedules)."""
+    def work(self, b: ScheduleBuilder, gpu: int, mem_bytes: float, moved: float | None = None) -> Work:
+        """Work of a copy: ``mem_bytes`` of loads + stores through the CUs, or ``moved`` payload bytes
+        (default ``mem_bytes / 2``: one load and one store per byte) through the DMA engines."""
+        if self.kind == "dma":
+            return [(b.dma(gpu), mem_bytes / 2 if moved is None else moved)]
+        return self.cu_work(b, gpu, mem_bytes)
+
+    def reduce_work(self, b: ScheduleBuilder, gpu: int, mem_bytes: float) -> Work:
+        """Reductions always run on CUs (DMA engines cannot add)."""
         ex = self if self.kind == "cu" else Executor("cu", self.cus, self.name)
-        return ex.work(b, gpu, nbytes)
+        return ex.cu_work(b, gpu, mem_bytes)
+
+    def window(self, hw: Hardware) -> float:
+        """Bytes in flight of the kernel (channels x per-CU) or of the DMA engines (0: no limit)."""
+        if self.kind == "dma":
+            return hw.dma.engines * hw.dma.inflight_bytes
+        return self.channels(hw) * hw.compute.cu_inflight_bytes
 
     def delay(self, b: ScheduleBuilder) -> float:
         return b.hw.dma.command_overhead_s if self.kind == "dma" else 0.0
 
     def step_delay(self, b: ScheduleBuilder, launch: bool) -> float:
-        """Fixed delay of one transfer step: link latency, DMA command overhead, and the kernel launch
-        when this step starts the collective's kernel."""
+        """Fixed delay of one transfer of a schedule's own copy kernel or DMA command: link latency,
+        DMA command overhead, and the kernel launch when this step starts a kernel."""
         return b.hw.link.latency_s + self.delay(b) + (b.hw.compute.kernel_launch_s if launch else 0.0)
 
 
+# ---- the library's parameters ----------------------------------------------------------------------
+def protocol(hw: Hardware, proto: str):
+    if proto not in PROTOCOLS:
+        raise ConfigError(f"algo: unknown protocol '{proto}' (valid: {', '.join(PROTOCOLS)})")
+    return getattr(hw.collective, proto)
+
+
+def step_latency(hw: Hardware, algo: Algo, ex: Executor) -> float:
+    """Latency of one step (hop): the protocol's per-hop latency (default: the link's) for a CU kernel;
+    the link's plus the DMA command overhead for DMA engines."""
+    if ex.kind == "dma":
+        return hw.link.latency_s + hw.dma.command_overhead_s
+    if algo.name == "nvls":
+        return 0.0
+    step = protocol(hw, algo.proto).step_latency_s
+    return hw.link.latency_s if step is None else step
+
+
+def base_latency(hw: Hardware, algo: Algo, ex: Executor) -> float:
+    """Fixed latency of the collective kernel (once per call, besides the kernel launch)."""
+    if ex.kind == "dma":
+        return 0.0
+    if algo.name == "nvls":
+        return hw.collective.nvls_latency_s
+    return protocol(hw, algo.proto).base_latency_s
+
+
+def _wire(hw: Hardware, algo: Algo) -> float:
+    """Wire bytes per payload byte on a link."""
+    if algo.name == "nvls":
+        return 1.0 / hw.collective.nvls_efficiency
+    return 1.0 / (hw.collective.link_efficiency * protocol(hw, algo.proto).bw_fraction)
+
+
+def _busbw_cap(hw: Hardware, algo: Algo, ex: Executor) -> float:
+    if ex.kind == "dma" or algo.name == "nvls":
+        return 0.0
+    return protocol(hw, algo.proto).max_busbw_Bps
+
+
+def ring_offsets(hw: Hardware, n: int) -> list[int]:
+    """Peer offsets a ring step's bytes go to (g sends to g + off). A ring: the neighbour (both
+    neighbours when ``topology.bidirectional_ring``: two rings, one each way); a switch: one ring through
+    the ports; a fully-connected mesh: N-1 edge-disjoint rings, one per link (the complete directed
+    graph decomposes into N-1 Hamiltonian cycles; RCCL builds its rings over every xGMI link), so a
+    step's bytes are spread evenly over the N-1 links."""
+    kind = hw.topology.kind
+    if kind == "mesh":
+        return [-o for o in range(1, n)]
+    if kind == "ring" and hw.topology.bidirectional_ring and n > 2:
+        return [-1, 1]
+    return [-1]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One primitive of a ring, in units of the block ``c``: bytes read and written locally by the
+    sender, bytes sent to the peer (landing in its HBM)."""
+
+    rd: float
+    wl: float
+    send: float
+
+    @property
+    def mem(self) -> float:  # loads + stores through the CUs
+        return self.rd + self.wl + self.send
+
+
+SEND, RRS, RRC = Step(1, 0, 1), Step(2, 0, 1), Step(2, 1, 0)
+COPY_SEND, RECV = Step(1, 1, 1), Step(1, 1, 0)
+RRCS = Step(2, 1, 1)
+
+
+def ring_program(op: str, n: int) -> tuple[list[Step], Step]:
+    """The link steps and the final (tail) primitive of NCCL's ``runRing`` for ``op``."""
+    if op == "reduce_scatter":
+        return [SEND] + [RRS] * (n - 2), RRC
+    if op == "all_gather":
+        return [COPY_SEND] * (n - 1), RECV
+    if op == "all_reduce":
+        return [SEND] + [RRS] * (n - 2) + [RRCS] + [COPY_SEND] * (n - 2), RECV
+    raise ScheduleError(f"op: no ring program for '{op}'")
+
+
+# ---- building blocks ----------------------------------------------------------------------------------
 def transfer_work(
-    b: ScheduleBuilder, src: int, dst: int, nbytes: float, ex: Executor
-) -> list[tuple[int, float]]:
-    work = [(r, nbytes) for r in b.path(src, dst)]
-    work += [(b.hbm(src), nbytes), (b.hbm(dst), nbytes)]
-    work += ex.work(b, src, nbytes)
-    return work
+    b: ScheduleBuilder, src: int, dst: int, nbytes: float, ex: Executor, wire: float | None = None
+) -> Work:
+    """Work of one copy of ``nbytes`` from ``src``'s HBM to ``dst``'s HBM over the link: link bytes at
+    ``wire`` per payload byte (default: the achievable link efficiency), a read at src, a write at dst,
+    a load and a store through the executor."""
+    w = 1.0 / b.hw.collective.link_efficiency if wire is None else wire
+    work = [(r, nbytes * w) for r in b.path(src, dst)]
+    work += [(b.hbm(src), nbytes), (b.hbm_w(dst), nbytes)]
+    return work + ex.work(b, src, 2 * nbytes, nbytes)
 
 
-def ring_step_deps(start: StartFn, g: int, j: int, prefix: str, both_ends: bool = True) -> list[Ref]:
-    """Dependencies of step ``j`` of a ring on GPU g (g sends to g-1): step 0 waits for ``start`` of
-    g, and of its receiver g-1 when the receiver's own data takes part (a reduction); step j waits for
-    g's own step j-1 and for the data g received from g+1 in step j-1."""
+def step_op(
+    b: ScheduleBuilder, g: int, key: str, st: Step, c: float, offs: list[int], *, algo: Algo, ex: Executor,
+    cat: str, delay: float, deps: list[Ref], prio: int, land=None, recv_reduce: bool = False,
+) -> None:  # fmt: skip
+    """One primitive on GPU g: reads and local writes at g, ``st.send * c`` spread over the peers
+    ``g + off`` (landing there, or ``land(dst, nbytes)`` -> (work, written bytes) for NMC updates).
+    ``recv_reduce``: the receiver also reduces each landed share into its own block (2 reads + 1
+    write on its CUs), the store-and-forward ring."""
+    hw = b.hw
+    work: Work = []
+    if st.rd:
+        work.append((b.hbm(g), st.rd * c))
+    if st.wl:
+        work.append((b.hbm_w(g), st.wl * c))
+    caps = []
+    reads, written = st.rd * c, st.wl * c
+    sent = st.send * c
+    if sent:
+        wire = _wire(hw, algo)
+        share = sent / len(offs)
+        cap = _busbw_cap(hw, algo, ex)
+        for off in offs:
+            for r in b.path(g, g + off):
+                work.append((r, share * wire))
+                if cap:
+                    caps.append((r, cap / len(offs) * wire))
+            if land is None:
+                work.append((b.hbm_w(g + off), share))
+                written += share
+            else:
+                lw, lb = land(g + off, share)
+                work += lw
+                written += lb
+            if recv_reduce:
+                r = g + off
+                work += [(b.hbm(r), 2 * share), (b.hbm_w(r), share)] + ex.reduce_work(b, r, 3 * share)
+                reads, written = reads + 2 * share, written + share
+    if ex.kind == "dma":
+        work += ex.work(b, g, 2 * sent, sent + st.wl * c)
+        if st.rd > 1:  # the reduction of a DMA ring runs on CUs
+            work += ex.reduce_work(b, g, st.mem * c)
+    else:
+        work += ex.cu_work(b, g, st.mem * c)
+    b.add(
+        g, key, kind=f"{cat}-step", cat=cat, work=work, caps=caps, delay_s=delay, deps=deps,
+        traffic={f"{cat}_read": reads, f"{cat}_write": written, "link": sent}, prio=prio,
+        window=ex.window(hw),
+    )  # fmt: skip
+
+
+def ring_step_deps(
+    start: StartFn, g: int, j: int, prefix: str, offs: tuple[int, ...] | list[int] = (-1,)
+) -> list[Ref]:
+    """Dependencies of step ``j`` of a ring on GPU g (g sends to g + off): step 0 waits for ``start`` of
+    g and of its receivers (their kernels must be running to accept data); step j waits for g's own
+    step j-1 and for the data g received in step j-1 (from g - off)."""
     if j == 0:
-        return list(start(g)) + (list(start(g - 1)) if both_ends else [])
-    return [(g, f"{prefix}.{j - 1}"), (g + 1, f"{prefix}.{j - 1}")]
+        out = list(start(g))
+        for off in offs:
+            out += [r for r in start(g + off) if r not in out]
+        return out
+    return [(g, f"{prefix}.{j - 1}")] + [(g - off, f"{prefix}.{j - 1}") for off in offs]
+
+
+def run_ring(
+    b: ScheduleBuilder, c: float, steps: list[Step], tail: Step | None, *, algo: Algo, ex: Executor,
+    start: StartFn, prefix: str, cats: Callable[[int], str], prio: int, launch: bool, land=None,
+    recv_reduce: bool = False,
+) -> dict[int, list[Ref]]:  # fmt: skip
+    """A ring program: link steps ``steps`` then the ``tail`` primitive (none: the last step ends it).
+    ``recv_reduce``: the store-and-forward ring: the receiver also reduces each landed chunk into its
+    own (2 reads + 1 write, in the step)."""
+    hw, n = b.hw, b.n
+    offs = ring_offsets(hw, n)
+    alpha = step_latency(hw, algo, ex)
+    first = (hw.compute.kernel_launch_s if launch else 0.0) + base_latency(hw, algo, ex)
+    last = len(steps) - 1
+    for g in b.gpus:
+        for j, st in enumerate(steps):
+            cat = cats(j)
+            key = f"{prefix}.{j}"
+            deps = ring_step_deps(start, g, j, prefix, offs)
+            step_op(b, g, key, st, c, offs, algo=algo, ex=ex, cat=cat, delay=alpha + (first if j == 0 else 0.0),
+                     deps=deps, prio=prio, land=land, recv_reduce=recv_reduce)  # fmt: skip
+        if tail is not None:
+            deps = [(g, f"{prefix}.{last}")] + [(g - off, f"{prefix}.{last}") for off in offs]
+            cat = cats(last + 1)
+            work: Work = [(b.hbm(g), tail.rd * c)] + ([(b.hbm_w(g), tail.wl * c)] if tail.wl else [])
+            work += ex.reduce_work(b, g, tail.mem * c) if tail.rd > 1 else ex.work(b, g, tail.mem * c)
+            b.add(
+                g, f"{prefix}.tail", kind=f"{cat}-tail", cat=cat, work=work, deps=deps, prio=prio,
+                traffic={f"{cat}_read": tail.rd * c, f"{cat}_write": tail.wl * c}, window=ex.window(hw),
+            )  # fmt: skip
+    end = f"{prefix}.tail" if tail is not None else f"{prefix}.{last}"
+    return {g: [(g, end)] for g in b.gpus}
 
 
 def send_to_peers(
     b: ScheduleBuilder, g: int, sizes: Callable[[int], float], *, start: StartFn, ex: Executor,
-    prefix: str, cat: str, prio: int, launch: bool,
+    prefix: str, cat: str, prio: int, delay: float, algo: Algo = Algo("direct"), recv_copy: bool = False,
+    local: float = 0.0, owner_reduce: float = 0.0,
 ) -> None:  # fmt: skip
-    """GPU g sends ``sizes(off)`` bytes to GPU g+off for every peer offset, all at once (direct paths)."""
-    lat = ex.step_delay(b, launch)
+    """GPU g sends ``sizes(off)`` bytes to GPU g+off for every peer offset, all at once (direct paths).
+    ``recv_copy``: the receiver copies the landed bytes out of its buffer (p2p send/recv), pipelined.
+    ``local``: bytes g also copies into its own output, spread evenly over the sends (same kernel).
+    ``owner_reduce``: the receiver reduces N blocks of ``owner_reduce / N`` bytes (N reads + 1 write),
+    its work spread evenly over the N-1 sends that land there (pipelined with the arrivals)."""
+    wire = _wire(b.hw, algo)
+    n = b.n
+    share = local / (n - 1)
+    rr, rw = owner_reduce / (n - 1), owner_reduce / n / (n - 1)  # per landing send: reads, writes
     for off in range(1, b.n):
         nb = sizes(off)
+        work = transfer_work(b, g, g + off, nb, ex, wire)
+        rd = wr = nb
+        if recv_copy:
+            work += [(b.hbm(g + off), nb), (b.hbm_w(g + off), nb)] + ex.work(b, g + off, 2 * nb, nb)
+            rd, wr = rd + nb, wr + nb
+        if share:
+            work += [(b.hbm(g), share), (b.hbm_w(g), share)] + ex.work(b, g, 2 * share, share)
+            rd, wr = rd + share, wr + share
+        if rr:
+            work += [(b.hbm(g + off), rr), (b.hbm_w(g + off), rw)] + ex.reduce_work(b, g + off, rr + rw)
+            rd, wr = rd + rr, wr + rw
         b.add(
-            g, f"{prefix}.send{off}", kind="send", cat=cat, work=transfer_work(b, g, g + off, nb, ex),
-            delay_s=lat, deps=start(g), traffic={f"{cat}_read": nb, f"{cat}_write": nb, "link": nb}, prio=prio,
+            g, f"{prefix}.send{off}", kind="send", cat=cat, work=work, delay_s=delay, deps=start(g),
+            traffic={f"{cat}_read": rd, f"{cat}_write": wr, "link": nb}, prio=prio, window=ex.window(b.hw),
         )  # fmt: skip
 
 
 def received_from_peers(b: ScheduleBuilder, g: int, prefix: str) -> list[Ref]:
-    """The sends of :func:`send_to_peers` that land on GPU g."""
+    """The sends of :func:`send_to_peers` that land on GPU g (and, with ``local``, g's own copy)."""
     return [(g - off, f"{prefix}.send{off}") for off in range(1, b.n)]
 
 
-def ring_reduce_scatter(
-    b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
-    prefix: str = "rs", cat: str = "rs", prio: int = 0, launch: bool = True,
-) -> dict[int, list[Ref]]:  # fmt: skip
-    """Ring RS of an ``nbytes`` tensor (per GPU); GPU g sends to g-1. Returns the last step per GPU."""
+# ---- algorithm choice -----------------------------------------------------------------------------------
+def candidates(
+    op: str, hw: Hardware, n: int, ex: Executor | None = None, nbytes: float | None = None
+) -> list[Algo]:
+    """The algorithms/protocols the library would consider for ``op`` of ``nbytes`` (ties resolve in
+    this order): with DMA engines, direct copies (a ring's steps on a ring); a CU kernel: every enabled
+    protocol of the ring (and NVLS for an all-reduce on a switch), or of the direct algorithm for an
+    all-reduce of at most ``collective.direct_max_bytes`` on a mesh or switch."""
     ex = ex or Executor()
-    n = b.n
-    c = nbytes / n
-    for g in b.gpus:
-        r = g - 1
-        for j in range(n - 1):
-            work = transfer_work(b, g, r, c, ex)
-            work += [(b.hbm(r), 3 * c)] + ex.reduce_work(b, r, 3 * c)
-            b.add(
-                g, f"{prefix}.{j}", kind="rs-step", cat=cat, work=work,
-                delay_s=ex.step_delay(b, launch and j == 0),
-                deps=ring_step_deps(start, g, j, prefix),
-                traffic={f"{cat}_read": 3 * c, f"{cat}_write": 2 * c, "link": c}, prio=prio,
-            )  # fmt: skip
-    return {g: [(g, f"{prefix}.{n - 2}")] for g in b.gpus}
+    kind = hw.topology.kind
+    if ex.kind == "dma":
+        if kind == "ring":
+            return [Algo("ring-sf" if op == "reduce_scatter" else "ring")] if op != "all_to_all" else []
+        return [Algo("direct")]
+    protos = [p for p in PROTOCOLS if protocol(hw, p).enabled] or ["simple"]
+    if op == "all_to_all":
+        return [Algo("direct", p) for p in protos] if kind != "ring" else []
+    if (
+        op == "all_reduce"
+        and kind != "ring"
+        and nbytes is not None
+        and nbytes <= hw.collective.direct_max_bytes
+    ):
+        return [Algo("direct", p) for p in protos]  # the library's one-shot algorithm covers this size
+    out = [Algo("ring", p) for p in protos]
+    if op == "all_reduce" and nvls_available(hw, n):
+        out.append(Algo("nvls"))
+    return out
 
 
-def ring_all_gather(
-    b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
-    prefix: str = "ag", cat: str = "ag", prio: int = 0, launch: bool = True,
-) -> dict[int, list[Ref]]:  # fmt: skip
-    """Ring AG producing an ``nbytes`` tensor on every GPU from its 1/N chunk."""
+def nvls_available(hw: Hardware, n: int) -> bool:
+    return hw.topology.kind == "switch" and hw.collective.nvls_reduce_Bps > 0 and n >= 2
+
+
+def valid_algos(op: str, hw: Hardware, n: int) -> list[str]:
+    """Every ``algo`` string :func:`simulate_collective` accepts for ``op`` on ``hw``."""
+    kind = hw.topology.kind
+    out = ["auto"]
+    for name in ALGORITHMS[op]:
+        if name == "direct" and kind == "ring":
+            continue
+        if name == "nvls":
+            if nvls_available(hw, n):
+                out.append("nvls/simple")
+            continue
+        out += [f"{name}/{p}" for p in PROTOCOLS]
+    return out
+
+
+def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = None) -> Algo:
+    """The library's choice: the candidate with the least predicted (closed-form) time (memoised per
+    hardware object, operation, size, GPUs and executor)."""
     ex = ex or Executor()
+    key = (id(hw), op, nbytes, n, ex.kind, ex.cus)
+    hit = _CHOICES.get(key)
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    cands = candidates(op, hw, n, ex, nbytes)
+    if not cands:
+        raise ScheduleError(f"topology: {op} is not modelled on a {hw.topology.kind} topology")
+    best = None
+    for a in cands:
+        t = idle_time(op, a, nbytes, hw, n, ex)
+        if best is None or t < best[0] * (1 - 1e-12):
+            best = (t, a)
+    if len(_CHOICES) > 10_000:
+        _CHOICES.clear()
+    _CHOICES[key] = (hw, best[1])
+    return best[1]
+
+
+_CHOICES: dict[tuple, tuple[Hardware, Algo]] = {}
+
+
+def parse_algo(op: str, algo: str | Algo, hw: Hardware, n: int) -> Algo | None:
+    """``"ring/simple"`` -> Algo; ``"auto"`` -> None. Unknown names raise a ConfigError listing the valid."""
+    if isinstance(algo, Algo):
+        return algo
+    valid = valid_algos(op, hw, n)
+    if algo == "auto":
+        return None
+    name = algo if "/" in algo else f"{algo}/simple"
+    if name not in valid:
+        raise ConfigError(
+            f"algo: unknown algorithm '{algo}' for {op} on {hw.topology.kind} (valid: {', '.join(valid)})"
+        )
+    a, p = name.split("/")
+    return Algo(a, p)
+
+
+# ---- collectives ---------------------------------------------------------------------------------------
+def _resolve(op, nbytes, b, ex, algo) -> Algo:
+    a = algo if isinstance(algo, Algo) else parse_algo(op, algo or "auto", b.hw, b.n)
+    return a if a is not None else choose(op, nbytes, b.hw, b.n, ex)
+
+
+def reduce_scatter(
+    b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
+    prefix: str = "rs", cat: str = "rs", prio: int = 0, launch: bool = True, algo: str | Algo = "auto",
+) -> dict[int, list[Ref]]:  # fmt: skip
+    """Reduce-scatter of an ``nbytes`` tensor per GPU (each GPU ends with its reduced 1/N block)."""
+    ex = ex or Executor()
+    a = _resolve("reduce_scatter", nbytes, b, ex, algo)
+    b.meta.setdefault("algos", {})[prefix] = str(a)
+    c = nbytes / b.n
+    kw = dict(start=start, prefix=prefix, prio=prio, launch=launch)
+    if a.name == "ring":
+        steps, tail = ring_program("reduce_scatter", b.n)
+        return run_ring(b, c, steps, tail, algo=a, ex=ex, cats=lambda j: cat, **kw)
+    if a.name == "ring-sf":
+        return run_ring(
+            b, c, [SEND] * (b.n - 1), None, algo=a, ex=ex, cats=lambda j: cat, recv_reduce=True, **kw
+        )
+    if a.name == "direct":
+        return direct_reduce_scatter(b, nbytes, ex=ex, cat=cat, algo=a, **kw)
+    raise ConfigError(f"algo: '{a}' is not a reduce-scatter algorithm")
+
+
+def all_gather(
+    b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
+    prefix: str = "ag", cat: str = "ag", prio: int = 0, launch: bool = True, algo: str | Algo = "auto",
+) -> dict[int, list[Ref]]:  # fmt: skip
+    """All-gather producing an ``nbytes`` tensor on every GPU from its 1/N block (out of place)."""
+    ex = ex or Executor()
+    a = _resolve("all_gather", nbytes, b, ex, algo)
+    b.meta.setdefault("algos", {})[prefix] = str(a)
+    c = nbytes / b.n
+    kw = dict(start=start, prefix=prefix, prio=prio, launch=launch)
+    if a.name == "ring":
+        steps, tail = ring_program("all_gather", b.n)
+        return run_ring(b, c, steps, tail, algo=a, ex=ex, cats=lambda j: cat, **kw)
+    if a.name == "direct":
+        return direct_all_gather(b, nbytes, ex=ex, cat=cat, algo=a, **kw)
+    raise ConfigError(f"algo: '{a}' is not an all-gather algorithm")
+
+
+def all_reduce(
+    b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
+    prefix: str = "ar", cats: tuple[str, str] = ("rs", "ag"), prio: int = 0, launch: bool = True,
+    algo: str | Algo = "auto",
+) -> dict[int, list[Ref]]:  # fmt: skip
+    """All-reduce of an ``nbytes`` buffer; traffic of the reduction phase goes to ``cats[0]``, of the
+    gather phase to ``cats[1]``."""
+    ex = ex or Executor()
+    a = _resolve("all_reduce", nbytes, b, ex, algo)
+    b.meta.setdefault("algos", {})[prefix] = str(a)
     n = b.n
     c = nbytes / n
-    for g in b.gpus:
-        for j in range(n - 1):
-            b.add(
-                g, f"{prefix}.{j}", kind="ag-step", cat=cat, work=transfer_work(b, g, g - 1, c, ex),
-                delay_s=ex.step_delay(b, launch and j == 0),
-                deps=ring_step_deps(start, g, j, prefix, both_ends=False),
-                traffic={f"{cat}_read": c, f"{cat}_write": c, "link": c}, prio=prio,
-            )  # fmt: skip
-    return {g: [(g, f"{prefix}.{n - 2}")] for g in b.gpus}
+    kw = dict(start=start, prio=prio, launch=launch)
+    if a.name == "ring":
+        steps, tail = ring_program("all_reduce", n)
+        return run_ring(b, c, steps, tail, algo=a, ex=ex, prefix=prefix,
+                        cats=lambda j: cats[0] if j < n else cats[1], **kw)  # fmt: skip
+    if a.name == "direct":
+        done = direct_reduce_scatter(b, nbytes, ex=ex, cat=cats[0], algo=a, prefix=f"{prefix}.rs", **kw)
+        return direct_all_gather(b, nbytes, ex=ex, cat=cats[1], algo=a, prefix=f"{prefix}.ag", start=lambda g: done[b.canon(g)],
+                                 prio=prio, launch=False, chained=True)  # fmt: skip
+    if a.name == "nvls":
+        return nvls_all_reduce(b, nbytes, ex=ex, prefix=prefix, cats=cats, **kw)
+    raise ConfigError(f"algo: '{a}' is not an all-reduce algorithm")
 
 
 def direct_reduce_scatter(
     b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
-    prefix: str = "rs", cat: str = "rs", prio: int = 0, launch: bool = True,
+    prefix: str = "rs", cat: str = "rs", prio: int = 0, launch: bool = True, algo: Algo = Algo("direct"),
 ) -> dict[int, list[Ref]]:  # fmt: skip
-    """Direct RS (mesh / switch): every GPU sends each chunk straight to its owner, which then reduces
-    the N-1 received chunks with its own (N reads + 1 write)."""
-    ex = ex or Executor()
-    n = b.n
+    """Direct RS (mesh / switch; one-shot all-pairs): every GPU writes each block straight to its owner,
+    which reduces the N blocks (N reads + 1 write). A CU kernel reduces chunk by chunk as the blocks
+    land (the reduction rides on the arrivals, no tail); DMA engines cannot add, so with them a CU
+    reduction runs after every block landed (exposed)."""
+    ex = _direct_ex(b.hw, ex)
+    hw, n = b.hw, b.n
     c = nbytes / n
+    delay = (
+        step_latency(hw, algo, ex)
+        + base_latency(hw, algo, ex)
+        + (hw.compute.kernel_launch_s if launch else 0.0)
+    )
+    pipelined = ex.kind == "cu"
     for g in b.gpus:
         send_to_peers(
-            b, g, lambda off: c, start=start, ex=ex, prefix=prefix, cat=cat, prio=prio, launch=launch
-        )
-        b.add(
-            g, f"{prefix}.reduce", kind="reduce", cat=cat,
-            work=[(b.hbm(g), (n + 1) * c)] + ex.reduce_work(b, g, (n + 1) * c),
-            deps=received_from_peers(b, g, prefix) + list(start(g)),
-            traffic={f"{cat}_read": n * c, f"{cat}_write": c}, prio=prio,
+            b, g, lambda off: c, start=start, ex=ex, prefix=prefix, cat=cat, prio=prio, delay=delay, algo=algo,
+            owner_reduce=n * c if pipelined else 0.0,
         )  # fmt: skip
+        if not pipelined:
+            b.add(
+                g, f"{prefix}.reduce", kind="reduce", cat=cat,
+                work=[(b.hbm(g), n * c), (b.hbm_w(g), c)] + ex.reduce_work(b, g, (n + 1) * c),
+                deps=received_from_peers(b, g, prefix) + list(start(g)),
+                traffic={f"{cat}_read": n * c, f"{cat}_write": c}, prio=prio, window=ex.window(hw),
+            )  # fmt: skip
+    if pipelined:
+        return {g: received_from_peers(b, g, prefix) for g in b.gpus}
     return {g: [(g, f"{prefix}.reduce")] for g in b.gpus}
+
+
+def _direct_ex(hw: Hardware, ex: Executor | None) -> Executor:
+    """The executor of a direct kernel: ``collective.direct_channels`` CUs unless given."""
+    ex = ex or Executor()
+    if ex.kind == "cu" and ex.cus is None and hw.collective.direct_channels:
+        return Executor("cu", hw.collective.direct_channels, ex.name)
+    return ex
 
 
 def direct_all_gather(
     b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
-    prefix: str = "ag", cat: str = "ag", prio: int = 0, launch: bool = True,
+    prefix: str = "ag", cat: str = "ag", prio: int = 0, launch: bool = True, algo: Algo = Algo("direct"),
+    chained: bool = False,
 ) -> dict[int, list[Ref]]:  # fmt: skip
-    """Direct AG (mesh / switch): every GPU sends its chunk to all peers at once."""
-    ex = ex or Executor()
+    """Direct AG (mesh / switch): every GPU writes its block to all peers at once and copies it into
+    its own output (out of place). ``chained``: the second phase of a kernel already running."""
+    ex = _direct_ex(b.hw, ex)
+    hw = b.hw
     c = nbytes / b.n
+    delay = step_latency(hw, algo, ex)
+    if not chained:
+        delay += base_latency(hw, algo, ex) + (hw.compute.kernel_launch_s if launch else 0.0)
     for g in b.gpus:
         send_to_peers(
-            b, g, lambda off: c, start=start, ex=ex, prefix=prefix, cat=cat, prio=prio, launch=launch
-        )
-    return {g: received_from_peers(b, g, prefix) for g in b.gpus}
+            b, g, lambda off: c, start=start, ex=ex, prefix=prefix, cat=cat, prio=prio, delay=delay, algo=algo,
+            local=c,
+        )  # fmt: skip
+    return {g: received_from_peers(b, g, prefix) + _own_sends(b, g, prefix) for g in b.gpus}
+
+
+def nvls_all_reduce(
+    b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
+    prefix: str = "ar", cats: tuple[str, str] = ("rs", "ag"), prio: int = 0, launch: bool = True,
+) -> dict[int, list[Ref]]:  # fmt: skip
+    """NVLS all-reduce (NCCL ``runNvls``): GPU g owns shard g (c = S/N); ``multimem.ld_reduce`` makes the
+    switch read shard g from every GPU and return the sum, ``multimem.st`` makes it write the sum to
+    every GPU; the two are pipelined. Per GPU: HBM reads S (its copy of every shard), writes S (every
+    reduced shard); port out S + c, port in c + S; the switch reduces N x c input bytes per shard."""
+    ex = ex or Executor()
+    hw, n = b.hw, b.n
+    S = nbytes
+    c = S / n
+    col = hw.collective
+    nv = Executor("cu", ex.cus or col.nvls_channels or None, ex.name)
+    wire = _wire(hw, Algo("nvls"))
+    # the switch is one resource of the node; the symmetric quotient gives GPU 0 its 1/N share
+    sw = b._resource("nvls:switch", col.nvls_reduce_Bps * len(b.gpus) / n, "switch", 0)
+    for g in b.gpus:
+        out_port, in_port = b.path(g, g + 1)[0], b.path(g + 1, g)[1]
+        work = [
+            (b.hbm(g), S),
+            (b.hbm_w(g), S),
+            (out_port, (S + c) * wire),
+            (in_port, (S + c) * wire),
+            (sw, n * c),
+        ]
+        work += nv.cu_work(b, g, 2 * c)
+        b.add(
+            g, f"{prefix}.nvls", kind="nvls", cat=cats[0], work=work,
+            delay_s=base_latency(hw, Algo("nvls"), nv) + (hw.compute.kernel_launch_s if launch else 0.0),
+            deps=list(start(g)), prio=prio, window=nv.window(hw),
+            traffic={f"{cats[0]}_read": S, f"{cats[1]}_write": S, "link": S + c},
+        )  # fmt: skip
+    return {g: [(g, f"{prefix}.nvls")] for g in b.gpus}
 
 
 def all_to_all(
     b: ScheduleBuilder, matrix: list[list[float]], *, start: StartFn = _no_deps, ex: Executor | None = None,
-    prefix: str = "a2a", cat: str = "a2a", prio: int = 0, launch: bool = True,
+    prefix: str = "a2a", cat: str = "a2a", prio: int = 0, launch: bool = True, algo: str | Algo = "auto",
 ) -> dict[int, list[Ref]]:  # fmt: skip
-    """All-to-all: GPU g sends ``matrix[g][h]`` bytes to GPU h (direct paths; mesh or switch)."""
+    """All-to-all: GPU g sends ``matrix[g][h]`` bytes to GPU h (direct paths; mesh or switch). A CU
+    kernel runs it as grouped send/recv: the receiver copies each message out of its buffer."""
     ex = ex or Executor()
     n = b.n
     if b.hw.topology.kind == "ring":
@@ -195,21 +636,218 @@ def all_to_all(
             for h in range(n):
                 if abs(matrix[g][h] - matrix[0][(h - g) % n]) > 1e-9 * max(1.0, matrix[0][(h - g) % n]):
                     raise ScheduleError("all-to-all: uneven traffic needs the all-GPU mode (symmetric=False)")
+    peer = max((matrix[0][h] for h in range(1, n)), default=0.0)
+    a = algo if isinstance(algo, Algo) else parse_algo("all_to_all", algo, b.hw, n)
+    a = a if a is not None else choose("all_to_all", peer * (n - 1), b.hw, n, ex)
+    b.meta.setdefault("algos", {})[prefix] = str(a)
+    hw = b.hw
+    delay = (
+        step_latency(hw, a, ex) + base_latency(hw, a, ex) + (hw.compute.kernel_launch_s if launch else 0.0)
+    )
     for g in b.gpus:
         row = matrix[g]
         send_to_peers(
-            b, g, lambda off, row=row, g=g: row[(g + off) % n], start=start, ex=ex, prefix=prefix,
-            cat=cat, prio=prio, launch=launch,
+            b, g, lambda off, row=row, g=g: row[(g + off) % n], start=start, ex=ex, prefix=prefix, cat=cat,
+            prio=prio, delay=delay, algo=a, recv_copy=ex.kind == "cu", local=row[g % n],
         )  # fmt: skip
-    return {g: received_from_peers(b, g, prefix) for g in b.gpus}
+    return {g: received_from_peers(b, g, prefix) + _own_sends(b, g, prefix) for g in b.gpus}
 
 
-def reduce_scatter(b: ScheduleBuilder, nbytes: float, **kw) -> dict[int, list[Ref]]:
-    """The topology's RS: ring on a ring, direct on mesh and switch."""
-    fn = ring_reduce_scatter if b.hw.topology.kind == "ring" else direct_reduce_scatter
-    return fn(b, nbytes, **kw)
+def _own_sends(b: ScheduleBuilder, g: int, prefix: str) -> list[Ref]:
+    """g's own sends (they carry its local copy)."""
+    return [(g, f"{prefix}.send{off}") for off in range(1, b.n)]
 
 
-def all_gather(b: ScheduleBuilder, nbytes: float, **kw) -> dict[int, list[Ref]]:
-    fn = ring_all_gather if b.hw.topology.kind == "ring" else direct_all_gather
-    return fn(b, nbytes, **kw)
+# ---- closed forms ------------------------------------------------------------------------------------
+def _hbm_s(hw: Hardware, reads: float, writes: float) -> float:
+    """Time of ``reads`` + ``writes`` bytes alone on one GPU's HBM (read/write turnaround included)."""
+    tot = reads + writes
+    if tot <= 0:
+        return 0.0
+    return tot / (hw.hbm.effective_Bps * hbm_timing(hw).eta(writes / tot))
+
+
+def _cu_s(hw: Hardware, ex: Executor, mem: float, moved: float = 0.0, reduce: bool = False) -> float:
+    if ex.kind == "dma" and not reduce:
+        return moved / (hw.dma.engines * hw.dma.bandwidth_Bps)
+    return mem / (Executor("cu", ex.cus, ex.name).channels(hw) * hw.compute.cu_copy_Bps)
+
+
+def step_time(
+    hw: Hardware, n: int, st: Step, c: float, algo: Algo, ex: Executor, recv_reduce: bool = False
+) -> float:
+    """Duration (s, delay excluded) of one ring step on an idle node: its slowest resource (every GPU
+    runs the same step at once, so each resource carries one GPU's share)."""
+    offs = ring_offsets(hw, n)
+    sent = st.send * c
+    wire = _wire(hw, algo)
+    per_link = sent if hw.topology.kind == "switch" else sent / len(offs)  # a switch port carries all
+    link = per_link * wire / hw.link.bandwidth_Bps
+    cap = _busbw_cap(hw, algo, ex)
+    if cap and sent:
+        link = max(link, sent / cap)
+    reads, writes = st.rd * c, st.wl * c + sent
+    if ex.kind == "dma":
+        eng = _cu_s(hw, ex, 0.0, sent + st.wl * c)
+        red = (st.mem * c if st.rd > 1 else 0.0) + (3 * sent if recv_reduce else 0.0)
+        cu = max(eng, _cu_s(hw, ex, red, reduce=True))
+    else:
+        cu = _cu_s(hw, ex, (st.mem + (3 * st.send if recv_reduce else 0.0)) * c)
+    if recv_reduce:
+        reads, writes = reads + 2 * sent, writes + sent
+    return max(link, _hbm_s(hw, reads, writes), cu)
+
+
+def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Executor | None = None,
+              launch: bool = True) -> float:  # fmt: skip
+    """Closed form (s) of ``op`` on an idle node: the simulated time of the collective alone, exact for
+    every algorithm here while windows do not limit (``compute.cu_inflight_bytes``/``dma.inflight_bytes``
+    0 or ``hbm.latency_s`` 0). ``nbytes`` as in :func:`simulate_collective` (all_to_all: the bytes one
+    GPU sends to its N-1 peers)."""
+    ex = ex or Executor()
+    t0 = (hw.compute.kernel_launch_s if launch else 0.0) + base_latency(hw, algo, ex)
+    alpha = step_latency(hw, algo, ex)
+    c = nbytes / n
+    if algo.name in ("ring", "ring-sf"):
+        if algo.name == "ring-sf":
+            steps, tail, rr = [SEND] * (n - 1), None, True
+        else:
+            steps, tail = ring_program(op, n)
+            rr = False
+        t = t0 + sum(alpha + step_time(hw, n, st, c, algo, ex, rr) for st in steps)
+        if tail is not None:
+            red = tail.rd > 1
+            t += max(
+                _hbm_s(hw, tail.rd * c, tail.wl * c),
+                _cu_s(hw, ex, tail.mem * c, tail.mem * c / 2, reduce=red),
+            )
+        return t
+    if algo.name == "direct":
+        dx = _direct_ex(hw, ex)
+        if op == "reduce_scatter":
+            return t0 + alpha + _direct_rs_s(hw, n, c, algo, dx)
+        if op == "all_gather":
+            return t0 + alpha + _direct_gather_s(hw, n, c, algo, dx)
+        if op == "all_reduce":
+            return t0 + 2 * alpha + _direct_rs_s(hw, n, c, algo, dx) + _direct_gather_s(hw, n, c, algo, dx)
+        if op == "all_to_all":
+            m = nbytes / (n - 1)
+            return t0 + alpha + _direct_send_s(hw, n, m, algo, ex, recv_copy=ex.kind == "cu")
+    if algo.name == "nvls":
+        S = nbytes
+        col = hw.collective
+        nv = Executor("cu", ex.cus or col.nvls_channels or None)
+        port = (S + c) * _wire(hw, algo) / hw.link.bandwidth_Bps
+        sw = n * S / col.nvls_reduce_Bps
+        return (
+            hw.compute.kernel_launch_s * launch
+            + col.nvls_latency_s
+            + max(port, _hbm_s(hw, S, S), sw, _cu_s(hw, nv, 2 * c))
+        )
+    raise ConfigError(f"algo: no closed form for '{algo}' ({op})")
+
+
+def _direct_send_s(hw, n, m, algo, ex, recv_copy=False, reduce=0.0) -> float:
+    """N-1 concurrent sends of ``m`` bytes per GPU (each GPU receives as many); ``reduce``: the owner's
+    N-input reduction of blocks of ``reduce`` bytes rides on the arrivals."""
+    k = n - 1
+    wire = _wire(hw, algo)
+    link = (k if hw.topology.kind == "switch" else 1) * m * wire / hw.link.bandwidth_Bps
+    reads, writes = k * m, k * m
+    mem, moved = 2 * k * m, k * m
+    if recv_copy:
+        reads, writes, mem, moved = 2 * reads, 2 * writes, 2 * mem, 2 * moved
+    reads, writes, mem = reads + n * reduce, writes + reduce, mem + (n + 1) * reduce
+    return max(link, _hbm_s(hw, reads, writes), _cu_s(hw, ex, mem, moved))
+
+
+def _direct_rs_s(hw, n, c, algo, ex) -> float:
+    """Direct RS after its delay: a CU kernel reduces on arrival; with DMA the reduction follows."""
+    if ex.kind == "cu":
+        return _direct_send_s(hw, n, c, algo, ex, reduce=c)
+    return _direct_send_s(hw, n, c, algo, ex) + max(
+        _hbm_s(hw, n * c, c), _cu_s(hw, ex, (n + 1) * c, reduce=True)
+    )
+
+
+def _direct_gather_s(hw, n, c, algo, ex) -> float:
+    """N-1 sends of c carrying the local copy of c."""
+    k = n - 1
+    wire = _wire(hw, algo)
+    link = (k if hw.topology.kind == "switch" else 1) * c * wire / hw.link.bandwidth_Bps
+    return max(link, _hbm_s(hw, n * c, n * c), _cu_s(hw, ex, 2 * n * c, n * c))
+
+
+# ---- one collective alone ------------------------------------------------------------------------------
+def busbw_factor(op: str, n: int) -> float:
+    """nccl-tests' bus bandwidth factor: 2(n-1)/n for all-reduce, (n-1)/n otherwise."""
+    return 2 * (n - 1) / n if op == "all_reduce" else (n - 1) / n
+
+
+def simulate_collective(
+    op: str, nbytes: float, gpus: int, hw: Hardware, algo: str = "auto", *, symmetric: bool = True,
+    executor: str = "cu",
+) -> dict:  # fmt: skip
+    """Simulate one collective alone on ``gpus`` GPUs of ``hw``.
+
+    ``nbytes`` follows nccl-tests: all_reduce = the buffer, reduce_scatter = the full input, all_gather
+    = the full output, all_to_all = one GPU's send buffer (N blocks, one per rank; its own block stays
+    in place). Returns ``time_s`` (kernel launch included), ``device_s`` (without the launch),
+    ``algo`` (e.g. ``"ring/simple"``), ``algbw_Bps`` = nbytes / time, ``busbw_Bps`` = algbw x 2(n-1)/n
+    (all-reduce) or x (n-1)/n, ``predicted_s`` (the closed form the choice used) and ``events``."""
+    from t3.sim.engine import Engine
+
+    if op not in OPS:
+        raise ConfigError(f"op: unknown collective '{op}' (valid: {', '.join(OPS)})")
+    if (
+        isinstance(nbytes, bool)
+        or not isinstance(nbytes, int | float)
+        or not math.isfinite(nbytes)
+        or nbytes <= 0
+    ):
+        raise ConfigError(f"nbytes: must be a finite number > 0, got {nbytes!r}")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 2:
+        raise ConfigError(f"gpus: must be an integer >= 2, got {gpus!r}")
+    if gpus > hw.topology.gpus:
+        raise ConfigError(
+            f"gpus: {gpus} exceed the {hw.topology.gpus} GPUs of hardware '{hw.name}' (topology.gpus)"
+        )
+    if executor not in ("cu", "dma"):
+        raise ConfigError(f"executor: unknown executor '{executor}' (cu, dma)")
+    if op == "all_to_all" and hw.topology.kind == "ring":
+        raise ConfigError(
+            "op: all_to_all is modelled on mesh and switch topologies only (topology.kind = ring)"
+        )
+    ex = Executor(executor)
+    pred_bytes = nbytes * (gpus - 1) / gpus if op == "all_to_all" else nbytes
+    a = parse_algo(op, algo, hw, gpus)
+    if a is None:
+        a = choose(op, pred_bytes, hw, gpus, ex)
+    b = ScheduleBuilder(f"collective:{op}", hw, gpus, symmetric=symmetric)
+    if op == "reduce_scatter":
+        reduce_scatter(b, nbytes, ex=ex, algo=a)
+    elif op == "all_gather":
+        all_gather(b, nbytes, ex=ex, algo=a)
+    elif op == "all_reduce":
+        all_reduce(b, nbytes, ex=ex, algo=a)
+    else:
+        m = nbytes / gpus
+        all_to_all(b, [[0.0 if g == h else m for h in range(gpus)] for g in range(gpus)], ex=ex, algo=a)
+    res = Engine().run(b.build())
+    t = res.makespan
+    pred = idle_time(op, a, pred_bytes, hw, gpus, ex)
+    algbw = nbytes / t
+    return {
+        "op": op,
+        "nbytes": float(nbytes),
+        "gpus": gpus,
+        "hardware": hw.name,
+        "algo": str(a),
+        "time_s": t,
+        "device_s": t - hw.compute.kernel_launch_s,
+        "algbw_Bps": algbw,
+        "busbw_Bps": algbw * busbw_factor(op, gpus),
+        "predicted_s": pred,
+        "traffic_bytes": res.schedule.traffic_per_gpu(),
+        "events": res.events,
+    }

@@ -102,6 +102,7 @@ def summarize(result: Result) -> Outcome:
         link_bytes=traffic.get("link", 0.0),
         results=[result],
         hbm_work_bytes=hbm_work(sched),
+        extra={"collectives": dict(sched.meta["algos"])} if sched.meta.get("algos") else {},
     )
 
 

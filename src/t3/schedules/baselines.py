@@ -64,6 +64,9 @@ def ideal_overlap(parts: dict[str, Outcome]) -> Outcome:
         link_bytes=sum(o.link_bytes for o in parts.values()),
         results=[r for o in parts.values() for r in o.results],
         hbm_work_bytes=sum(o.hbm_work_bytes for o in parts.values()),
+        extra={
+            "collectives": {k: v for o in parts.values() for k, v in o.extra.get("collectives", {}).items()}
+        },
     )
 
 

@@ -5,7 +5,9 @@ Data is cut into N^2 *units* ``(o, j)`` per GPU: ``o`` is the peer offset (0 = l
 ag-gemm / moe dispatch the unit comes from GPU g-o, for gemm-rs / moe combine it goes to its owner),
 ``j`` the sub-piece (rows for an M split, the K block for a K split, the column block for an N split).
 
-- Communication: ``bulk`` is one library collective (:mod:`t3.ops.collectives`); ``shard`` sends
+- Communication: ``bulk`` is one library collective (:mod:`t3.ops.collectives`: the algorithm and
+  protocol the library picks for a CU kernel of ``collective.channels`` CUs; DMA engines: direct
+  copies, reductions on CUs); ``shard`` sends
   all units of offset o in step o (one peer per step; on a ring, forwarded hop by hop); ``ficco``
   sends unit j of every offset in step j (all peers at once; on a ring, N pipelined ring passes).
   Transfers of one link keep their step order. A DMA command runs on one engine (capped at
@@ -62,7 +64,9 @@ def gemm_plan(shape: GemmShape, hw: Hardware, cus: int | None = None) -> GemmPla
 def comm_cus(hw: Hardware, n: int) -> int:
     """CUs a communication kernel needs to drive a GPU's links at full rate (named parameter)."""
     links = (n - 1) if hw.topology.kind == "mesh" else 1
-    need = math.ceil(links * hw.link.bandwidth_Bps / hw.compute.cu_copy_Bps)
+    # a send issues a load and a store per byte (t3.ops.collectives.transfer_work)
+    rate = links * hw.link.bandwidth_Bps * hw.collective.link_efficiency
+    need = math.ceil(2 * rate / hw.compute.cu_copy_Bps)
     return max(1, min(need, hw.compute.cus // 4))
 
 
@@ -371,7 +375,9 @@ class _Gen:
                         if prev is not None:
                             deps.append((g, f"c.r{prev}.{o}"))
                         b.side = "comm"
-                        red = [(b.hbm(g - 1), 3 * c)] + self.ex.reduce_work(b, g - 1, 3 * c)
+                        red = [(b.hbm(g - 1), 2 * c), (b.hbm_w(g - 1), c)] + self.ex.reduce_work(
+                            b, g - 1, 3 * c
+                        )
                         b.side = "gemm"
                         self.send(g, g - 1, f"c.r{jj}.{o}", c, deps, cat, extra=red)
                         continue
@@ -394,7 +400,7 @@ class _Gen:
                     b.side = "comm"
                     b.add(
                         g, f"r{jj}.{o}", kind="reduce", cat=cat,
-                        work=[(b.hbm(g), 3 * c)] + self.ex.reduce_work(b, g, 3 * c), deps=rdeps,
+                        work=[(b.hbm(g), 2 * c), (b.hbm_w(g), c)] + self.ex.reduce_work(b, g, 3 * c), deps=rdeps,
                         traffic={f"{cat}_read": 2 * c, f"{cat}_write": c},
                     )  # fmt: skip
                     b.side = "gemm"
@@ -413,10 +419,10 @@ class _Gen:
         if prev is not None:
             deps.append((g, f"r{prev}"))  # one reduction stream
         b.side = "comm"
-        wide = Executor("cu", None, "reduce")
+        wide = Executor("cu", self.hw.compute.cus, "reduce")
         b.add(
             g, f"r{jj}", kind="reduce", cat="rs", delay_s=self.hw.compute.kernel_launch_s,
-            work=[(b.hbm(g), (n + 1) * c)] + wide.reduce_work(b, g, (n + 1) * c), deps=deps,
+            work=[(b.hbm(g), n * c), (b.hbm_w(g), c)] + wide.reduce_work(b, g, (n + 1) * c), deps=deps,
             traffic={"rs_read": n * c, "rs_write": c},
         )  # fmt: skip
         b.side = "gemm"

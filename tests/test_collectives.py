@@ -1,0 +1,387 @@
+"""The collective model (t3.ops.collectives) against closed forms written here: traffic per category as
+NCCL/RCCL run each algorithm, idle times, the library's protocol / algorithm choice, NVLS, errors."""
+
+import math
+
+import pytest
+
+from t3.config.hardware import load_hardware
+from t3.errors import ConfigError
+from t3.hardware.nmc import nmc_reduce_scatter
+from t3.ops.collectives import (
+    Algo,
+    Executor,
+    all_gather,
+    all_reduce,
+    all_to_all,
+    choose,
+    idle_time,
+    reduce_scatter,
+    simulate_collective,
+    valid_algos,
+)
+from t3.sim import Engine, ScheduleBuilder
+
+NS = (2, 3, 8, 16)
+S = 48e6  # bytes: divisible by 2, 3, 8, 16
+
+
+def _hw(name, n, **over):
+    """A preset whose node holds ``n`` GPUs (mesh/switch presets have 8)."""
+    return load_hardware(name, {"topology.gpus": max(n, 2), **over})
+
+
+def _traffic(hw, n, add, symmetric=True):
+    b = ScheduleBuilder("t", hw, n, symmetric=symmetric)
+    add(b)
+    return b.build().traffic_per_gpu()
+
+
+def _cats(tr, cat):
+    return tr.get(f"{cat}_read", 0.0), tr.get(f"{cat}_write", 0.0), tr.get("link", 0.0)
+
+
+# ---- traffic per category, per GPU (closed forms) ---------------------------------------------------
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("hwn", ["paper-80cu", "h100-8", "mi300x-8"])
+def test_ring_reduce_scatter_traffic_is_ncclss(n, hwn):
+    """send + (N-2) recvReduceSend + recvReduceCopy: (2N-1)c read, Nc written, (N-1)c on links."""
+    hw, c = _hw(hwn, n), S / n
+    tr = _traffic(hw, n, lambda b: reduce_scatter(b, S, algo="ring/simple"))
+    assert _cats(tr, "rs") == pytest.approx(((2 * n - 1) * c, n * c, (n - 1) * c))
+
+
+@pytest.mark.parametrize("n", NS)
+def test_store_and_forward_reduce_scatter_traffic(n):
+    """The named store-and-forward ring: land, read both, write the sum (re-read by the next send)."""
+    hw, c = _hw("paper-80cu", n), S / n
+    tr = _traffic(hw, n, lambda b: reduce_scatter(b, S, algo="ring-sf/simple"))
+    assert _cats(tr, "rs") == pytest.approx((3 * (n - 1) * c, 2 * (n - 1) * c, (n - 1) * c))
+
+
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("hwn", ["paper-80cu", "h100-8", "mi300x-8"])
+def test_ring_all_gather_traffic(n, hwn):
+    """copySend + (N-2) recvCopySend + recv, out of place: Nc read, (2N-1)c written."""
+    hw, c = _hw(hwn, n), S / n
+    tr = _traffic(hw, n, lambda b: all_gather(b, S, algo="ring/simple"))
+    assert _cats(tr, "ag") == pytest.approx((n * c, (2 * n - 1) * c, (n - 1) * c))
+
+
+@pytest.mark.parametrize("n", NS)
+def test_ring_all_reduce_traffic(n):
+    """NCCL's ring all-reduce: reduction phase (2N-1)c read / (N+1)c written, gather phase (N-1)c read /
+    (2N-3)c written; 2(N-1)c on links; in all (3N-2)c each way."""
+    hw, c = _hw("h100-8", n), S / n
+    tr = _traffic(hw, n, lambda b: all_reduce(b, S, algo="ring/simple"))
+    assert _cats(tr, "rs")[:2] == pytest.approx(((2 * n - 1) * c, (n + 1) * c))
+    assert _cats(tr, "ag")[:2] == pytest.approx(((n - 1) * c, (2 * n - 3) * c))
+    assert tr["link"] == pytest.approx(2 * (n - 1) * c)
+
+
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("executor", ["cu", "dma"])
+def test_direct_traffic(n, executor):
+    """One-shot: RS (2N-1)c read, Nc written; AG Nc each way; AR both; (N-1)c on links per phase."""
+    hw, c = _hw("mi300x-8", n), S / n
+    ex = Executor(executor)
+    tr = _traffic(hw, n, lambda b: reduce_scatter(b, S, ex=ex, algo="direct/simple"))
+    assert _cats(tr, "rs") == pytest.approx(((2 * n - 1) * c, n * c, (n - 1) * c))
+    tr = _traffic(hw, n, lambda b: all_gather(b, S, ex=ex, algo="direct/simple"))
+    assert _cats(tr, "ag") == pytest.approx((n * c, n * c, (n - 1) * c))
+    tr = _traffic(hw, n, lambda b: all_reduce(b, S, ex=ex, algo="direct/simple"))
+    assert (tr["rs_read"] + tr["ag_read"], tr["rs_write"] + tr["ag_write"]) == pytest.approx(
+        ((3 * n - 1) * c, 2 * n * c)
+    )
+    assert tr["link"] == pytest.approx(2 * (n - 1) * c)
+
+
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("executor", ["cu", "dma"])
+def test_all_to_all_traffic(n, executor):
+    """Grouped send/recv: the receiver copies each message out of its buffer (CU kernel); DMA lands it
+    in place. m bytes to each peer."""
+    hw, m = _hw("h100-8", n), S / n
+    mat = [[0.0 if g == h else m for h in range(n)] for g in range(n)]
+    tr = _traffic(hw, n, lambda b: all_to_all(b, mat, ex=Executor(executor)))
+    k = 2 if executor == "cu" else 1
+    assert _cats(tr, "a2a") == pytest.approx((k * (n - 1) * m, k * (n - 1) * m, (n - 1) * m))
+
+
+@pytest.mark.parametrize("n", [2, 3, 8])
+def test_nvls_all_reduce_traffic(n):
+    """multimem.ld_reduce + multimem.st: every GPU's HBM is read S and written S; port S + c."""
+    hw = load_hardware("h100-8")
+    c = S / n
+    tr = _traffic(hw, n, lambda b: all_reduce(b, S, algo="nvls/simple"))
+    assert (tr["rs_read"], tr["ag_write"], tr["link"]) == pytest.approx((S, S, S + c))
+
+
+@pytest.mark.parametrize("n", NS)
+@pytest.mark.parametrize("overhead", [1.0, 2.0])
+def test_nmc_reduce_scatter_traffic_counts_an_update_as_one_write(n, overhead):
+    hw, c = _hw("paper-80cu", n, **{"nmc.update_overhead": overhead}), S / n
+    tr = _traffic(hw, n, lambda b: nmc_reduce_scatter(b, S))
+    assert _cats(tr, "rs") == pytest.approx(((n - 1) * c, (n - 1) * c, (n - 1) * c))
+
+
+# ---- idle times (closed forms written here) ----------------------------------------------------------
+def _eta(hw, w):
+    k = hw.hbm.turnaround
+    return 1 / (1 + k * min(w, 1 - w))
+
+
+@pytest.mark.parametrize("n,size", [(2, 8e6), (4, 40e6), (8, 64e6), (16, 96e6)])
+@pytest.mark.parametrize("turnaround", [0.0, 0.5])
+def test_idle_ring_reduce_scatter_time(n, size, turnaround):
+    """launch + base + (N-1)(alpha + c/B_step) + t_tail on the paper's ring (link-bound steps) with
+    t_tail = 3c / min(channels x cu_copy_Bps, HBM x eta(1/3)): the final recvReduceCopy."""
+    hw = load_hardware("paper-80cu", {"hbm.turnaround": turnaround})
+    col, c = hw.collective, size / n
+    alpha = hw.link.latency_s
+    b_step = hw.link.bandwidth_Bps * col.link_efficiency * col.simple.bw_fraction
+    assert 3 * c / (col.channels * hw.compute.cu_copy_Bps) < c / b_step  # link-bound steps
+    assert 3 * c / (hw.hbm.effective_Bps * _eta(hw, 1 / 3)) < c / b_step
+    tail = 3 * c / min(col.channels * hw.compute.cu_copy_Bps, hw.hbm.effective_Bps * _eta(hw, 1 / 3))
+    expect = hw.compute.kernel_launch_s + col.simple.base_latency_s + (n - 1) * (alpha + c / b_step) + tail
+    b = ScheduleBuilder("rs", hw, n)
+    reduce_scatter(b, size)
+    assert Engine().run(b.build()).makespan == pytest.approx(expect, rel=1e-9)
+
+
+@pytest.mark.parametrize("n", [2, 8])
+def test_idle_ring_reduce_scatter_on_a_switch_with_its_protocol(n):
+    """h100-8, Simple: steps bound by the port at the achievable rate; LL128: by its busbw cap."""
+    hw = load_hardware("h100-8")
+    col, c = hw.collective, 64e6 / n
+    for p in ("simple", "ll128"):
+        pr = getattr(col, p)
+        rate = hw.link.bandwidth_Bps * col.link_efficiency * pr.bw_fraction
+        if pr.max_busbw_Bps:
+            rate = min(rate, pr.max_busbw_Bps)
+        tail = 3 * c / min(col.channels * hw.compute.cu_copy_Bps, hw.hbm.effective_Bps)
+        expect = (
+            hw.compute.kernel_launch_s + pr.base_latency_s + (n - 1) * (pr.step_latency_s + c / rate) + tail
+        )
+        r = simulate_collective("reduce_scatter", 64e6, n, hw, f"ring/{p}")
+        assert r["time_s"] == pytest.approx(expect, rel=1e-9)
+        assert r["algo"] == f"ring/{p}"
+
+
+def test_hbm_bound_ring_reduce_scatter():
+    """With slow HBM a middle step reads 2c and lands c (3c), the first reads c and lands c (2c)."""
+    hw = load_hardware("paper-80cu", {"hbm.bandwidth_Bps": 1e11, "hbm.efficiency": 1.0})
+    n, c = 8, 64e6 / 8
+    b = ScheduleBuilder("rs", hw, n)
+    reduce_scatter(b, 64e6)
+    steps = max(c / 75e9, 2 * c / 1e11) + (n - 2) * max(c / 75e9, 3 * c / 1e11)
+    tail = max(3 * c / 1e11, 3 * c / (16 * hw.compute.cu_copy_Bps))
+    expect = hw.compute.kernel_launch_s + (n - 1) * hw.link.latency_s + steps + tail
+    assert Engine().run(b.build()).makespan == pytest.approx(expect, rel=1e-9)
+
+
+def test_nmc_ring_reduce_scatter_has_no_tail_and_the_cu_ring_has():
+    """The CU ring's last op (the recvReduceCopy) starts when its last link step ends and lasts t_tail;
+    the NMC ring ends with its last link step (the memory reduced on arrival)."""
+    hw = load_hardware("paper-80cu")
+    n, c = 8, 64e6 / 8
+    b = ScheduleBuilder("rs", hw, n)
+    reduce_scatter(b, 64e6)
+    res = Engine().run(b.build())
+    ops = {o.key: o for o in res.schedule.ops}
+    tail, last = ops["rs.tail"], ops[f"rs.{n - 2}"]
+    assert res.start[tail.id] == pytest.approx(res.end[last.id])
+    assert res.end[tail.id] - res.start[tail.id] == pytest.approx(3 * c / (16 * hw.compute.cu_copy_Bps))
+    b = ScheduleBuilder("nmc", hw, n)
+    nmc_reduce_scatter(b, 64e6)
+    res2 = Engine().run(b.build())
+    assert all("tail" not in str(o.key) for o in res2.schedule.ops)
+    assert res2.makespan == pytest.approx(res2.end[{o.key: o for o in res2.schedule.ops}[f"rs.{n - 2}"].id])
+    # idle, link-bound: the NMC ring is faster by the tail (its steps move c at the same rate)
+    assert res.makespan - res2.makespan == pytest.approx(3 * c / (16 * hw.compute.cu_copy_Bps), rel=1e-6)
+
+
+@pytest.mark.parametrize("hwn", ["paper-80cu", "h100-8", "mi300x-8"])
+@pytest.mark.parametrize("op", ["reduce_scatter", "all_gather", "all_reduce", "all_to_all"])
+@pytest.mark.parametrize("n", [2, 3, 8])
+def test_engine_equals_closed_form_and_all_gpu_mode(hwn, op, n):
+    """Every algorithm the library may run: the engine's idle time is ``idle_time``, and the symmetric
+    fast path equals the all-GPU mode (time and traffic)."""
+    hw = load_hardware(hwn, {"collective.ll.enabled": True, "collective.ll128.enabled": True})
+    if op == "all_to_all" and hw.topology.kind == "ring":
+        return
+    for algo in valid_algos(op, hw, n)[1:]:
+        for size in (3e5, 3e7):
+            fast = simulate_collective(op, size, n, hw, algo)
+            full = simulate_collective(op, size, n, hw, algo, symmetric=False)
+            assert fast["time_s"] == pytest.approx(fast["predicted_s"], rel=1e-9), algo
+            assert full["time_s"] == pytest.approx(fast["time_s"], rel=1e-9), algo
+            for k, v in fast["traffic_bytes"].items():
+                assert full["traffic_bytes"][k] == pytest.approx(v, rel=1e-12)
+
+
+# ---- the library's choice ------------------------------------------------------------------------------
+def _ring_ag_by_hand(hw, size, n, p):
+    """NCCL's ring all-gather with protocol p, written out: launch + base + (N-1)(alpha + c/rate) + the
+    final recv copy (2c through the channels' CUs / HBM)."""
+    col, c = hw.collective, size / n
+    pr = getattr(col, p)
+    rate = hw.link.bandwidth_Bps * col.link_efficiency * pr.bw_fraction
+    if pr.max_busbw_Bps:
+        rate = min(rate, pr.max_busbw_Bps)
+    step = max(c / rate, 3 * c / hw.hbm.effective_Bps, 3 * c / (col.channels * hw.compute.cu_copy_Bps))
+    tail = max(2 * c / hw.hbm.effective_Bps, 2 * c / (col.channels * hw.compute.cu_copy_Bps))
+    return hw.compute.kernel_launch_s + pr.base_latency_s + (n - 1) * (pr.step_latency_s + step) + tail
+
+
+def test_protocol_choice_is_the_least_closed_form_and_switches_where_they_cross():
+    hw = load_hardware("h100-8")
+    chosen = []
+    for k in range(12, 30):
+        size = 2.0**k
+        times = {p: _ring_ag_by_hand(hw, size, 8, p) for p in ("ll", "ll128", "simple")}
+        best = min(times, key=times.get)
+        r = simulate_collective("all_gather", size, 8, hw)
+        assert r["algo"] == f"ring/{best}"
+        assert r["time_s"] == pytest.approx(times[best], rel=1e-9)
+        chosen.append(best)
+    # small messages take LL, large ones Simple, and the switches happen where the forms cross
+    assert chosen[0] == "ll" and chosen[-1] == "simple" and "ll128" in chosen
+    for k in range(12, 29):
+        if chosen[k - 12] != chosen[k - 11]:
+            a, b = chosen[k - 12], chosen[k - 11]
+            lo, hi = 2.0**k, 2.0 ** (k + 1)
+            assert _ring_ag_by_hand(hw, lo, 8, a) <= _ring_ag_by_hand(hw, lo, 8, b)
+            assert _ring_ag_by_hand(hw, hi, 8, b) <= _ring_ag_by_hand(hw, hi, 8, a)
+
+
+def test_nvls_on_switch_all_reduce_above_its_threshold_never_on_mesh_or_ring():
+    h100 = load_hardware("h100-8")
+    picks = {k: simulate_collective("all_reduce", 2.0**k, 8, h100)["algo"] for k in range(14, 31, 2)}
+    assert picks[14] != "nvls/simple" and picks[30] == "nvls/simple"
+    first = min(k for k, a in picks.items() if a == "nvls/simple")
+    assert all(a == "nvls/simple" for k, a in picks.items() if k >= first)
+    assert 2**20 <= 2.0**first <= 16 * 2**20  # from a few MiB upward (NCCL's own tuning constants)
+    # NVLS by hand: launch + latency + (S + c) at the ports' NVLS rate (the switch keeps up)
+    s, c = 2.0**28, 2.0**28 / 8
+    col = h100.collective
+    expect = (
+        h100.compute.kernel_launch_s
+        + col.nvls_latency_s
+        + (s + c) / (h100.link.bandwidth_Bps * col.nvls_efficiency)
+    )
+    assert 8 * s / col.nvls_reduce_Bps < (s + c) / (h100.link.bandwidth_Bps * col.nvls_efficiency)
+    assert simulate_collective("all_reduce", s, 8, h100)["time_s"] == pytest.approx(expect, rel=1e-9)
+    # a slow switch makes its reduction the limit: N S / nvls_reduce_Bps
+    slow = load_hardware("h100-8", {"collective.nvls_reduce_Bps": 1e12})
+    t = simulate_collective("all_reduce", s, 8, slow, "nvls/simple")["time_s"]
+    assert t == pytest.approx(h100.compute.kernel_launch_s + col.nvls_latency_s + 8 * s / 1e12, rel=1e-9)
+    for name in ("mi300x-8", "paper-80cu"):
+        hw = load_hardware(name, {"collective.nvls_reduce_Bps": 1e13})
+        assert "nvls/simple" not in valid_algos("all_reduce", hw, 8)
+        assert all(
+            simulate_collective("all_reduce", 2.0**k, 8, hw)["algo"] != "nvls/simple"
+            for k in range(14, 31, 4)
+        )
+        with pytest.raises(ConfigError, match="^algo: unknown algorithm 'nvls/simple'"):
+            simulate_collective("all_reduce", 1e6, 8, hw, "nvls/simple")
+
+
+def test_direct_all_reduce_up_to_its_size_limit_on_the_mesh():
+    hw = load_hardware("mi300x-8")
+    limit = hw.collective.direct_max_bytes
+    assert simulate_collective("all_reduce", limit, 8, hw)["algo"].startswith("direct/")
+    assert simulate_collective("all_reduce", 2 * limit, 8, hw)["algo"].startswith("ring/")
+
+
+def test_dma_executor_runs_direct_copies():
+    hw = load_hardware("mi300x-8")
+    assert choose("all_gather", 1e8, hw, 8, Executor("dma")) == Algo("direct")
+    r = simulate_collective("all_gather", 1e8, 8, hw, executor="dma")
+    c = 1e8 / 8
+    # 7 sends of c (one per link) and the local copy: the DMA engines move 8c
+    dma = 8 * c / (hw.dma.engines * hw.dma.bandwidth_Bps)
+    link = c / (hw.link.bandwidth_Bps * hw.collective.link_efficiency)
+    hbm = 16 * c / hw.hbm.effective_Bps
+    lat = hw.link.latency_s + hw.dma.command_overhead_s + hw.compute.kernel_launch_s
+    assert r["time_s"] == pytest.approx(lat + max(dma, link, hbm), rel=1e-9)
+
+
+def test_busbw_follows_nccl_tests():
+    hw = load_hardware("h100-8")
+    for op, f in (
+        ("all_reduce", 2 * 7 / 8),
+        ("reduce_scatter", 7 / 8),
+        ("all_gather", 7 / 8),
+        ("all_to_all", 7 / 8),
+    ):
+        r = simulate_collective(op, 2**26, 8, hw)
+        assert r["busbw_Bps"] == pytest.approx(2**26 / r["time_s"] * f)
+        assert r["device_s"] == pytest.approx(r["time_s"] - hw.compute.kernel_launch_s)
+
+
+def test_windows_are_channels_or_engines_times_bytes_in_flight():
+    hw = load_hardware("h100-8", {"compute.cu_inflight_bytes": 8192.0, "dma.inflight_bytes": 65536.0})
+    b = ScheduleBuilder("w", hw, 8)
+    reduce_scatter(b, 1e8, algo="ring/simple")
+    all_gather(b, 1e8, ex=Executor("dma"), prefix="d")
+    ops = b.build().ops
+    assert {o.window for o in ops if o.key.startswith("rs.")} == {16 * 8192.0}
+    assert {o.window for o in ops if o.key.startswith("d.")} == {hw.dma.engines * 65536.0}
+
+
+# ---- errors ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args,field",
+    [
+        (("bogus", 1e6, 8), "op"),
+        (("all_reduce", 0, 8), "nbytes"),
+        (("all_reduce", -1.0, 8), "nbytes"),
+        (("all_reduce", math.nan, 8), "nbytes"),
+        (("all_reduce", 1e6, 9), "gpus"),
+        (("all_reduce", 1e6, 1), "gpus"),
+    ],
+)
+def test_errors_name_the_field(args, field):
+    with pytest.raises(ConfigError, match=f"^{field}: "):
+        simulate_collective(*args, load_hardware("h100-8"))
+
+
+def test_unknown_algo_lists_the_valid_ones():
+    with pytest.raises(
+        ConfigError, match=r"^algo: unknown algorithm 'tree'.*valid: auto, ring/ll, ring/ll128"
+    ):
+        simulate_collective("all_reduce", 1e6, 8, load_hardware("h100-8"), "tree")
+
+
+def test_a_hardware_file_without_the_collective_section_is_valid(tmp_path):
+    import tomllib
+    from importlib import resources
+
+    text = resources.files("t3.config").joinpath("presets", "paper-80cu.toml").read_text()
+    data = tomllib.loads(text)
+    data.pop("collective")
+    lines = [ln for ln in text.splitlines()]
+    cut = next(i for i, ln in enumerate(lines) if ln.startswith("[collective]"))
+    p = tmp_path / "no-collective.toml"
+    p.write_text("\n".join(lines[:cut]) + "\n")
+    hw = load_hardware(p)
+    assert hw.collective.channels == 0 and hw.collective.simple.enabled
+    r = simulate_collective("reduce_scatter", 8e6, 8, hw)
+    c = 1e6
+    tail = 3 * c / min(hw.compute.cus * hw.compute.cu_copy_Bps, hw.hbm.effective_Bps)
+    assert r["time_s"] == pytest.approx(
+        hw.compute.kernel_launch_s + 7 * (hw.link.latency_s + c / hw.link.bandwidth_Bps) + tail, rel=1e-9
+    )
+
+
+def test_idle_time_is_what_the_engine_runs_for_a_bulk_collective_with_a_start():
+    """Dependencies delay the collective but do not change its duration (the FiCCO bulk closed form)."""
+    hw = load_hardware("mi300x-8")
+    b = ScheduleBuilder("x", hw, 8)
+    b.add(0, "before", kind="x", cat="x", delay_s=7e-6)
+    reduce_scatter(b, 5e7, start=lambda g: [(g, "before")])
+    t = Engine().run(b.build()).makespan
+    assert t == pytest.approx(
+        7e-6 + idle_time("reduce_scatter", choose("reduce_scatter", 5e7, hw, 8), 5e7, hw, 8)
+    )

@@ -59,7 +59,9 @@ def _rank(rank: int, world: int, batches: int, calls: int) -> dict[str, float]:
     g = torch.Generator().manual_seed(rank)
     variants: dict[str, tuple[Callable[[], Any], int]] = {}
     A, B = torch.randn(256, 64, generator=g), torch.randn(64, 256, generator=g)
-    fields = handshake.describe("matmul_reduce_scatter", world, A, B, "tile-triggered", "ring", (256, 2048), Plan())
+    fields = handshake.describe(
+        "matmul_reduce_scatter", world, A, B, "tile-triggered", "ring", (256, 2048), Plan()
+    )
     variants["handshake alone"] = (lambda: handshake.agree(None, "bench", fields, 60.0), calls)
     for label, op, M, N, K, path in ROWS:
         A, B = torch.randn(M, K, generator=g), torch.randn(K, N, generator=g)
@@ -67,7 +69,9 @@ def _rank(rank: int, world: int, batches: int, calls: int) -> dict[str, float]:
         n = max(1, calls // 10) if M * N * K > 1e8 else calls
         for check in (True, False):
             variants[f"{label}|{check}"] = (
-                lambda fn=fn, A=A, B=B, path=path, check=check: fn(A, B, path=path, check_peers=check, timeout=60.0),
+                lambda fn=fn, A=A, B=B, path=path, check=check: fn(
+                    A, B, path=path, check_peers=check, timeout=60.0
+                ),
                 n,
             )
     for fn, n in variants.values():  # warm-up (buffers, connections)
@@ -82,7 +86,9 @@ def _rank(rank: int, world: int, batches: int, calls: int) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batches", type=int, default=15, help="timed batches per variant (median reported)")
-    ap.add_argument("--calls", type=int, default=20, help="back-to-back calls per batch (2 for the big shape)")
+    ap.add_argument(
+        "--calls", type=int, default=20, help="back-to-back calls per batch (2 for the big shape)"
+    )
     args = ap.parse_args()
     import torch
 
@@ -99,7 +105,9 @@ def main() -> None:
     print(f"{'handshake alone':32s} {med['handshake alone'] * 1e3:10.3f} {'':>12s} {'':>12s} {'':>7s}")
     for label, *_ in ROWS:
         on, off = med[f"{label}|True"], med[f"{label}|False"]
-        print(f"{label:32s} {on * 1e3:10.3f} {off * 1e3:12.3f} {(on - off) * 1e3:12.3f} {(on - off) / on * 100:6.1f}%")
+        print(
+            f"{label:32s} {on * 1e3:10.3f} {off * 1e3:12.3f} {(on - off) * 1e3:12.3f} {(on - off) / on * 100:6.1f}%"
+        )
 
 
 if __name__ == "__main__":

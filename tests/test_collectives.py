@@ -118,9 +118,9 @@ def test_nvls_all_reduce_traffic(n):
 
 
 @pytest.mark.parametrize("n", NS)
-@pytest.mark.parametrize("overhead", [1.0, 2.0])
-def test_nmc_reduce_scatter_traffic_counts_an_update_as_one_write(n, overhead):
-    hw, c = _hw("paper-80cu", n, **{"nmc.update_overhead": overhead}), S / n
+@pytest.mark.parametrize("busy", [0.0, 40e-9])
+def test_nmc_reduce_scatter_traffic_counts_an_update_as_one_write(n, busy):
+    hw, c = _hw("paper-80cu", n, **{"nmc.update_busy_s": busy}), S / n
     tr = _traffic(hw, n, lambda b: nmc_reduce_scatter(b, S))
     assert _cats(tr, "rs") == pytest.approx(((n - 1) * c, (n - 1) * c, (n - 1) * c))
 
@@ -174,8 +174,12 @@ def test_hbm_bound_ring_reduce_scatter():
     n, c = 8, 64e6 / 8
     b = ScheduleBuilder("rs", hw, n)
     reduce_scatter(b, 64e6)
-    steps = max(c / 75e9, 2 * c / 1e11) + (n - 2) * max(c / 75e9, 3 * c / 1e11)
-    tail = max(3 * c / 1e11, 3 * c / (16 * hw.compute.cu_copy_Bps))
+    # HBM work at its turnaround-reduced rate: a send reads c and lands c (w = 1/2), a recvReduceSend
+    # reads 2c and lands c (w = 1/3), as does the final recvReduceCopy
+    steps = max(c / 75e9, 2 * c / (1e11 * _eta(hw, 0.5))) + (n - 2) * max(
+        c / 75e9, 3 * c / (1e11 * _eta(hw, 1 / 3))
+    )
+    tail = max(3 * c / (1e11 * _eta(hw, 1 / 3)), 3 * c / (16 * hw.compute.cu_copy_Bps))
     expect = hw.compute.kernel_launch_s + (n - 1) * hw.link.latency_s + steps + tail
     assert Engine().run(b.build()).makespan == pytest.approx(expect, rel=1e-9)
 
@@ -369,7 +373,7 @@ def test_a_hardware_file_without_the_collective_section_is_valid(tmp_path):
     assert hw.collective.channels == 0 and hw.collective.simple.enabled
     r = simulate_collective("reduce_scatter", 8e6, 8, hw)
     c = 1e6
-    tail = 3 * c / min(hw.compute.cus * hw.compute.cu_copy_Bps, hw.hbm.effective_Bps)
+    tail = 3 * c / min(hw.compute.cus * hw.compute.cu_copy_Bps, hw.hbm.effective_Bps * _eta(hw, 1 / 3))
     assert r["time_s"] == pytest.approx(
         hw.compute.kernel_launch_s + 7 * (hw.link.latency_s + c / hw.link.bandwidth_Bps) + tail, rel=1e-9
     )

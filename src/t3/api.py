@@ -169,13 +169,19 @@ def _gemm_time_s(shape: GemmShape, hw: Hardware) -> float:
     return Engine().run(b.build()).makespan
 
 
-def collective_algos(op: str, hardware: str | Path | Hardware = "h100-8") -> list[str]:
-    """Algorithms ``collective(op, ..., algo=...)`` accepts on ``hardware`` (``auto`` first)."""
+def collective_algos(
+    op: str, hardware: str | Path | Hardware = "h100-8", gpus: int | None = None
+) -> list[str]:
+    """Algorithms ``collective(op, ..., algo=...)`` accepts on ``hardware`` (``auto`` first), e.g.
+    ``ring/simple``, ``ring/ll128``, ``nvls/simple``; a name without a protocol means ``/simple``."""
+    from t3.ops.collectives import valid_algos
+
     _check_choice("op", op, COLLECTIVE_OPS)
-    kind = _hardware(hardware).topology.kind
-    if op == "all_to_all":
-        return [] if kind == "ring" else ["auto", "direct"]
-    return ["auto", "ring"] if kind == "ring" else ["auto", "ring", "direct"]
+    hw = _hardware(hardware)
+    if op == "all_to_all" and hw.topology.kind == "ring":
+        return []
+    valid = valid_algos(op, hw, gpus or hw.topology.gpus)
+    return valid if valid[:1] == ["auto"] else ["auto", *valid]
 
 
 def collective(
@@ -186,53 +192,34 @@ def collective(
     ``nbytes``: all_reduce = the buffer; reduce_scatter = the full input; all_gather = the full output;
     all_to_all = one GPU's whole send buffer (``nbytes / gpus`` to each peer). Returns ``time_s``,
     ``algbw_Bps`` (= nbytes / time) and ``busbw_Bps`` (= algbw x the nccl-tests factor: 2(n-1)/n for
-    all_reduce, (n-1)/n otherwise), and ``algo``, the algorithm that ran (``auto`` resolved)."""
+    all_reduce, (n-1)/n otherwise), and ``algo``, the algorithm/protocol that ran (``auto``: the
+    collective library's own least-time choice, e.g. ``ring/ll128`` or ``nvls/simple``)."""
     from t3.errors import ConfigError
 
     _check_choice("op", op, COLLECTIVE_OPS)
     nbytes = _check_int("nbytes", nbytes, 1)
     hw = _hardware(hardware)
     n = _check_gpus(gpus, hw)
-    valid = collective_algos(op, hw)
+    valid = collective_algos(op, hw, n)
     if not valid:
         raise ConfigError(f"op: {op} is modelled on mesh and switch topologies only, '{hw.name}' is a ring")
+    if algo != "auto" and "/" not in algo and f"{algo}/simple" in valid:
+        algo = f"{algo}/simple"
     _check_choice("algo", algo, valid)
-    ran = _resolve_algo(op, hw) if algo == "auto" else algo
-    t = _collective_time_s(op, nbytes, n, hw, ran)
+    r = _collective(op, nbytes, n, hw, algo)
+    t = r["time_s"]
     algbw = nbytes / t
     return {
-        "op": op, "nbytes": nbytes, "gpus": n, "hardware": hw.name, "algo": ran, "time_s": t,
+        "op": op, "nbytes": nbytes, "gpus": n, "hardware": hw.name, "algo": r["algo"], "time_s": t,
         "algbw_Bps": algbw, "busbw_Bps": algbw * _BUSBW_FACTOR[op](n),
     }  # fmt: skip
 
 
-def _resolve_algo(op: str, hw: Hardware) -> str:
-    """What ``auto`` picks: the topology's algorithm (ring on a ring, direct on mesh and switch)."""
-    return "ring" if hw.topology.kind == "ring" else "direct"
+def _collective(op: str, nbytes: int, n: int, hw: Hardware, algo: str) -> dict[str, Any]:
+    """The collective model entry point (:func:`t3.ops.collectives.simulate_collective`)."""
+    from t3.ops.collectives import simulate_collective
 
-
-def _collective_time_s(op: str, nbytes: int, n: int, hw: Hardware, algo: str) -> float:
-    """The collective model entry point: ``t3.ops.collectives`` on a builder of ``n`` GPUs, run alone."""
-    from t3.ops import collectives as c
-    from t3.sim.engine import Engine
-    from t3.sim.schedule import ScheduleBuilder
-
-    b = ScheduleBuilder(f"{op}-{algo}", hw, n, symmetric=True)
-    rs, ag = {
-        "ring": (c.ring_reduce_scatter, c.ring_all_gather),
-        "direct": (c.direct_reduce_scatter, c.direct_all_gather),
-    }[algo]
-    if op == "all_reduce":
-        done = rs(b, float(nbytes))
-        ag(b, float(nbytes), start=lambda g: done[b.canon(g)])
-    elif op == "reduce_scatter":
-        rs(b, float(nbytes))
-    elif op == "all_gather":
-        ag(b, float(nbytes))
-    else:
-        per_peer = nbytes / n
-        c.all_to_all(b, [[0.0 if g == h else per_peer for h in range(n)] for g in range(n)])
-    return Engine().run(b.build()).makespan
+    return simulate_collective(op, float(nbytes), n, hw, algo)
 
 
 OVERLAP_OPS = ("ag-gemm", "gemm-rs", "moe")

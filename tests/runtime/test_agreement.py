@@ -78,7 +78,10 @@ def test_a_rank_rejecting_its_arguments_stops_every_rank_at_once(world: int, cas
         else:
             assert got["error"] == "PeerError" and got["usable"] and got["field"] == "arguments", got
             assert got["values"][rank] == "accepted", got
-            assert got["values"][world - 1].startswith(f"rejected ({reason}") or reason in got["values"][world - 1]
+            assert (
+                got["values"][world - 1].startswith(f"rejected ({reason}")
+                or reason in got["values"][world - 1]
+            )
             assert f"rank {world - 1} has rejected (" in got["message"], got
         assert got["elapsed"] < 10.0, got
         assert got["after"], f"rank {rank}: the correct call after the rejection failed"

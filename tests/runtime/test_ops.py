@@ -237,7 +237,10 @@ def test_all_peer_order_matches_the_simulator_units() -> None:
         ("ficco-g4-K-dma", "must hold one piece"),
         ("ficco-g4-K-dma-ll", "must hold one piece"),
         ("ficco-g3-M-dma", "do not split into 3 compute groups"),
-        ("shard-g8-M-dma-p1", r"prefetch bound \(-p1\).*closest schedule the runtime runs is 'shard-g8-M-dma'"),
+        (
+            "shard-g8-M-dma-p1",
+            r"prefetch bound \(-p1\).*closest schedule the runtime runs is 'shard-g8-M-dma'",
+        ),
         ("shard-g8-M-dma-s2", r"two compute streams \(-s2\).*runs is 'shard-g8-M-dma'"),
         ("shard-g8-M-cu", r"compute units \(-cu\).*runs is 'shard-g8-M-dma'"),
         ("bulk-g1-M-cu", r"\(-cu\).*runs is 'bulk-g1-M-dma'"),

@@ -188,7 +188,9 @@ def invalid_arguments(rank: int, world: int) -> dict[str, Any]:
         "group": lambda: matmul_reduce_scatter(A, B, group="world"),
         "check_peers": lambda: matmul_reduce_scatter(A, B, check_peers=1),
         "plan.reduce-ring": lambda: matmul_reduce_scatter(A, B, plan=f"shard-g{world}-M-dma-rb"),
-        "plan.reduce-ag": lambda: all_gather_matmul(A, B[:10], plan=f"shard-g{world}-M-dma-rb", algo="direct"),
+        "plan.reduce-ag": lambda: all_gather_matmul(
+            A, B[:10], plan=f"shard-g{world}-M-dma-rb", algo="direct"
+        ),
         "plan-cu": lambda: matmul_all_reduce(A, B, plan=f"shard-g{world}-M-cu"),
     }
     res: dict[str, Any] = {}
@@ -320,7 +322,9 @@ def disagreement(rank: int, world: int) -> dict[str, Any]:
         "min_flops": lambda: rs(A, B, **{**kw, "path": "auto"}, min_flops=0 if odd else 2**40),
         "tile": lambda: rs(A, B, **{**kw, "tile": (4, 4) if odd else ODD_TILE}),
         "ag-shard-rows": lambda: ag(torch.cat([Ag, Ag[:1]]) if odd else Ag, Bg, **kw),
-        "ag-reference-dtype": lambda: ag(Ag.half() if odd else Ag, Bg.half() if odd else Bg, path="reference"),
+        "ag-reference-dtype": lambda: ag(
+            Ag.half() if odd else Ag, Bg.half() if odd else Bg, path="reference"
+        ),
         # the last rank's own checks reject its call: it raises ValueError, the others PeerError at once
         "rejected-M": lambda: rs(torch.cat([A, A[:1]]) if odd else A, B, **kw),
         "rejected-plan": lambda: ar(A, B, **kw, plan=f"shard-g{W}-M-{'cu' if odd else 'dma'}"),
@@ -362,6 +366,13 @@ def world_one(rank: int, world: int) -> dict[str, Any]:
             plans.append(("direct", "shard-g2-N-dma-rb"))
         for algo, plan in plans:
             for path in ("tiled", "auto"):
-                out, st = fn(A, B, algo=algo, plan=plan, path=path, tile=ODD_TILE, min_flops=0, return_stats=True)
-                res[f"{op}:{algo}:{plan}:{path}"] = (bool(torch.equal(out, ref)), st.path, st.reason, st.handshake_s)
+                out, st = fn(
+                    A, B, algo=algo, plan=plan, path=path, tile=ODD_TILE, min_flops=0, return_stats=True
+                )
+                res[f"{op}:{algo}:{plan}:{path}"] = (
+                    bool(torch.equal(out, ref)),
+                    st.path,
+                    st.reason,
+                    st.handshake_s,
+                )
     return res

@@ -14,7 +14,8 @@ MiB, GiB = 1 << 20, 1 << 30
 
 
 @pytest.mark.parametrize(
-    "op,factor", [("all_reduce", 2 * 7 / 8), ("reduce_scatter", 7 / 8), ("all_gather", 7 / 8), ("all_to_all", 7 / 8)]
+    "op,factor",
+    [("all_reduce", 2 * 7 / 8), ("reduce_scatter", 7 / 8), ("all_gather", 7 / 8), ("all_to_all", 7 / 8)],
 )
 @pytest.mark.parametrize("nbytes", [1 * MiB, 48 * MiB + 4096, 16 * GiB])
 def test_busbw_follows_the_nccl_tests_closed_form(op, factor, nbytes):
@@ -74,11 +75,23 @@ def test_overlap_runs_the_named_schedule_and_best_is_the_fastest():
         (lambda: api.collective("all_reduce", 0), "nbytes: must be >= 1, got 0"),
         (lambda: api.collective("all_reduce", -5), "nbytes: must be >= 1"),
         (lambda: api.collective("all_reduce", 1.5e6), "nbytes: must be an integer"),
-        (lambda: api.collective("all_reduce", MiB, gpus=16), "gpus: 16 GPUs exceed the switch of 8 GPUs of 'h100-8'"),
+        (
+            lambda: api.collective("all_reduce", MiB, gpus=16),
+            "gpus: 16 GPUs exceed the switch of 8 GPUs of 'h100-8'",
+        ),
         (lambda: api.collective("all_reduce", MiB, gpus=1), "gpus: must be >= 2"),
-        (lambda: api.collective("all_reduce", MiB, algo="nvls"), "algo: unknown algo 'nvls' (available: auto, ring"),
-        (lambda: api.collective("all_to_all", MiB, algo="ring"), "algo: unknown algo 'ring' (available: auto, direct)"),
-        (lambda: api.collective("all_to_all", MiB, hardware="paper-80cu"), "op: all_to_all is modelled on mesh"),
+        (
+            lambda: api.collective("all_reduce", MiB, algo="nvls", hardware="mi300x-8"),
+            "algo: unknown algo 'nvls' (available: auto, ring/ll",
+        ),
+        (
+            lambda: api.collective("all_to_all", MiB, algo="ring"),
+            "algo: unknown algo 'ring' (available: auto, direct/ll, direct/ll128, direct/simple)",
+        ),
+        (
+            lambda: api.collective("all_to_all", MiB, hardware="paper-80cu"),
+            "op: all_to_all is modelled on mesh",
+        ),
         (lambda: api.collective("all_reduce", MiB, hardware="h900"), "unknown preset 'h900'"),
         (lambda: api.gemm(0, 1, 1), "m: must be >= 1, got 0"),
         (lambda: api.gemm(8, 8, "8"), "k: must be an integer"),
@@ -86,9 +99,18 @@ def test_overlap_runs_the_named_schedule_and_best_is_the_fastest():
         (lambda: api.overlap("allgather-gemm", 8, 8, 8), "op: unknown op 'allgather-gemm'"),
         (lambda: api.overlap("gemm-rs", 8, 8, 8, gpus=9), "gpus: 9 GPUs exceed"),
         (lambda: api.overlap("gemm-rs", 1001, 8, 8), "m: 1001 rows do not split over 8 GPUs"),
-        (lambda: api.overlap("gemm-rs", 64, 64, 64, schedule="fastest"), "schedule: 'fastest' does not match"),
-        (lambda: api.overlap("gemm-rs", 64, 64, 64, schedule="shard-g8-K-cu"), "schedule: shard-g8-K-cu cannot run"),
-        (lambda: api.overlap("gemm-rs", 64, 64, 64, schedule=3), "schedule: must be a schedule name or 'best'"),
+        (
+            lambda: api.overlap("gemm-rs", 64, 64, 64, schedule="fastest"),
+            "schedule: 'fastest' does not match",
+        ),
+        (
+            lambda: api.overlap("gemm-rs", 64, 64, 64, schedule="shard-g8-K-cu"),
+            "schedule: shard-g8-K-cu cannot run",
+        ),
+        (
+            lambda: api.overlap("gemm-rs", 64, 64, 64, schedule=3),
+            "schedule: must be a schedule name or 'best'",
+        ),
     ],
 )
 def test_bad_inputs_raise_one_line_errors_naming_the_field(call, needle, monkeypatch):

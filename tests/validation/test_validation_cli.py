@@ -50,12 +50,20 @@ def test_time_rows_are_compared_as_busbw_with_the_nccl_tests_factor(report):
 
 def test_summary_is_median_and_max_per_category_and_role(report):
     for g in report["summary"]:
-        errs = [r["abs_error"] for r in report["rows"] if r["category"] == g["category"] and r["role"] == g["role"]]
+        errs = [
+            r["abs_error"]
+            for r in report["rows"]
+            if r["category"] == g["category"] and r["role"] == g["role"]
+        ]
         assert g["rows"] == len(errs)
         assert g["median_abs_error"] == pytest.approx(statistics.median(errs))
         assert g["max_abs_error"] == pytest.approx(max(errs))
         if g["category"] == "overlap_speedup":
-            signs = [r["sign_right"] for r in report["rows"] if r["category"] == g["category"] and r["role"] == g["role"]]
+            signs = [
+                r["sign_right"]
+                for r in report["rows"]
+                if r["category"] == g["category"] and r["role"] == g["role"]
+            ]
             assert (g["sign_right"], g["sign_rows"]) == (sum(signs), len(signs))
     assert {(g["category"], g["role"]) for g in report["summary"]} >= {
         (c, "validation") for c in ("collective_busbw", "gemm_tflops", "overlap_speedup")
@@ -72,7 +80,8 @@ def test_filters_select_rows():
     assert p.returncode == 0, p.stderr
     rows = json.loads(p.stdout)["rows"]
     assert rows and all(
-        r["role"] == "validation" and r["category"] == "gemm_tflops" and r["hardware"] == "h100-8" for r in rows
+        r["role"] == "validation" and r["category"] == "gemm_tflops" and r["hardware"] == "h100-8"
+        for r in rows
     )
 
 

@@ -103,18 +103,28 @@ def test_a_good_row_loads_with_defaults():
 @pytest.mark.parametrize(
     "edit,field",
     [
-        (lambda t: t.replace('conventions = "nccl-tests, out-of-place"\n',
-                             'conventions = "nccl-tests"\ncolour = "red"\n'), "colour: unknown field"),
+        (
+            lambda t: t.replace(
+                'conventions = "nccl-tests, out-of-place"\n', 'conventions = "nccl-tests"\ncolour = "red"\n'
+            ),
+            "colour: unknown field",
+        ),
         (lambda t: t.replace('unit = "us"', 'unit = "ms"'), "unit: 'ms' is not a unit of collective_busbw"),
         (lambda t: t.replace('source = "https://example.org/page"\n', ""), "source: missing field"),
         (lambda t: t.replace("https://example.org/page", "see the blog"), "source: must be an https:// URL"),
         (lambda t: t.replace('locator = "table 1"', 'locator = ""'), "locator: must be a non-empty string"),
-        (lambda t: t.replace('category = "collective_busbw"', 'category = "latency"'), "category: unknown category"),
+        (
+            lambda t: t.replace('category = "collective_busbw"', 'category = "latency"'),
+            "category: unknown category",
+        ),
         (lambda t: t.replace('role = "validation"', 'role = "fitted"'), "role: unknown role 'fitted'"),
         (lambda t: t.replace('hardware = "h100-8"', 'hardware = "b200"'), "hardware: unknown preset 'b200'"),
         (lambda t: t.replace("measured = 27.42", 'measured = "fast"'), "measured: must be a number"),
         (lambda t: t.replace("measured = 27.42", "measured = -1.0"), "measured: must be > 0"),
-        (lambda t: t.replace('op = "all_reduce"', 'op = "broadcast"'), "workload.op: unknown value 'broadcast'"),
+        (
+            lambda t: t.replace('op = "all_reduce"', 'op = "broadcast"'),
+            "workload.op: unknown value 'broadcast'",
+        ),
         (lambda t: t.replace("nbytes = 1048576", "nbytes = 1.5"), "workload.nbytes: must be an integer"),
         (lambda t: t.replace("nbytes = 1048576\n", ""), "workload.nbytes: missing field"),
         (lambda t: t.replace("nbytes = 1048576", "nbytes = 1048576\nm = 3"), "workload.m: unknown field"),
@@ -135,8 +145,12 @@ def test_published_time_and_busbw_must_satisfy_the_nccl_tests_formula():
     ok = GOOD.replace("measured = 27.42", "measured = 66.93").replace('unit = "us"', 'unit = "GB/s"')
     ok = ok.replace("time_us = 27.42", "time_us = 27.42\nbusbw_GBps = 66.93")
     assert parse_rows(ok, "t.toml")[0].measured == 66.93
-    bad = ok.replace("busbw_GBps = 66.93", "busbw_GBps = 38.24").replace("measured = 66.93", "measured = 38.24")
-    with pytest.raises(DatasetError, match="published.busbw_GBps: 38.24 GB/s, but size / time x factor gives 66.92 GB/s"):
+    bad = ok.replace("busbw_GBps = 66.93", "busbw_GBps = 38.24").replace(
+        "measured = 66.93", "measured = 38.24"
+    )
+    with pytest.raises(
+        DatasetError, match="published.busbw_GBps: 38.24 GB/s, but size / time x factor gives 66.92 GB/s"
+    ):
         parse_rows(bad, "t.toml")
 
 
@@ -163,7 +177,9 @@ baseline_ms = 1.0
 fused_ms = 0.8
 """
     assert parse_rows(row, "o.toml")[0].workload["baseline"] == "bulk-g1-M-cu"
-    with pytest.raises(DatasetError, match=r"o.toml: row 1 \('o-1'\): workload.schedule: 'fast-g8' does not match"):
+    with pytest.raises(
+        DatasetError, match=r"o.toml: row 1 \('o-1'\): workload.schedule: 'fast-g8' does not match"
+    ):
         parse_rows(row.replace("shard-g8-M-dma", "fast-g8"), "o.toml")
     with pytest.raises(DatasetError, match="measured: 1.3 x, but baseline / fused = 1.2500"):
         parse_rows(row.replace("measured = 1.25", "measured = 1.3"), "o.toml")

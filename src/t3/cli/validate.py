@@ -21,7 +21,9 @@ _HW = typer.Option(None, "--hardware", help="only rows of this preset (e.g. h100
 _JSON = typer.Option(False, "--json", help="print one JSON object (rows and summary)")
 _PLOT = typer.Option(None, "--plot", help="write one predicted-vs-measured PNG per category into this folder")
 _MD = typer.Option(False, "--markdown", help="print the summary and the per-row table as Markdown")
-_DATA = typer.Option(None, "--data", help="dataset file(s) to use instead of the shipped dataset (repeatable)")
+_DATA = typer.Option(
+    None, "--data", help="dataset file(s) to use instead of the shipped dataset (repeatable)"
+)
 
 PROGRESS_AFTER_S = 2.0  # the progress bar appears once a run has taken this long
 
@@ -103,7 +105,9 @@ def validate(
         print(to_markdown(outcomes, summary))
         return
     c = Console(width=160)
-    t = Table(title=f"{len(outcomes)} published measurements: measured vs predicted (error = predicted / measured - 1)")
+    t = Table(
+        title=f"{len(outcomes)} published measurements: measured vs predicted (error = predicted / measured - 1)"
+    )
     for col in ("row", "role", "hardware", "workload", "measured", "predicted", "unit", "error"):
         t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
     for o in outcomes:
@@ -132,7 +136,11 @@ def to_markdown(outcomes, summary) -> str:
         signs = f"{g['sign_right']} / {g['sign_rows']}" if "sign_rows" in g else "-"
         out.append(f"| {g['category']} | {g['role']} | {g['rows']} | {g['median_abs_error'] * 100:.1f} % | "
                    f"{g['max_abs_error'] * 100:.1f} % | {signs} | {g['worst']} |")  # fmt: skip
-    out += ["", "| row | role | workload | measured | predicted | unit | error |", "|---|---|---|---:|---:|---|---:|"]
+    out += [
+        "",
+        "| row | role | workload | measured | predicted | unit | error |",
+        "|---|---|---|---:|---:|---|---:|",
+    ]
     for o in outcomes:
         out.append(f"| {o.row.id} | {o.row.role} | {describe(o.row)} | {_fmt(o.measured)} | {_fmt(o.predicted)} | "
                    f"{o.unit} | {o.error * 100:+.1f} % |")  # fmt: skip

@@ -84,6 +84,10 @@ class Compute(_Strict):
                 raise ValueError(f"gemm_clock_hz.{k}: must be > 0")
         return self
 
+    def gemm_peak_flops(self, dtype: str) -> float:
+        """Matrix peak of the whole GPU for ``dtype`` at the sustained GEMM clock (FLOP/s)."""
+        return self.peak_flops(dtype) * self.gemm_clock(dtype) / self.clock_hz
+
     def gemm_clock(self, dtype: str) -> float:
         """Clock (Hz) a dense GEMM of ``dtype`` sustains."""
         return (self.gemm_clock_hz or {}).get(dtype, self.clock_hz)

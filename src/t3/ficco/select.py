@@ -97,7 +97,7 @@ def features(fop: FiccoOperator, hw: Hardware) -> dict:
     c = hw.compute
     n = fop.gpus
     topo = hw.topology.kind
-    t_comp = fop.flops() / (c.peak_flops(fop.dtype) * c.gemm_efficiency)
+    t_comp = fop.flops() / (c.gemm_peak_flops(fop.dtype) * c.gemm_efficiency)
     links = (n - 1) if topo == "mesh" else 1
     t_comm = fop.comm_bytes() / (links * hw.link.bandwidth_Bps)
     rows = fop.expert_rows()[0] * n if fop.op == "moe" else fop.m

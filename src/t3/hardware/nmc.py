@@ -1,5 +1,5 @@
 """Near-memory compute (NMC): an update (op-and-store) crosses the memory channel once; the bank reads,
-adds and writes internally. The channel cost of one update is ``nmc.update_overhead`` times a plain
+adds and writes internally. The channel cost of one update is :func:`update_cost` times a plain
 write of the same bytes (1.0: the bank's read-modify-write is hidden). Updates bypass the L2 (uncached
 memory), so they neither evict GEMM operands nor hit in the cache.
 
@@ -70,7 +70,7 @@ def nmc_reduce_scatter(
     b.meta.setdefault("algos", {})[prefix] = f"{algo.name}-nmc/{proto}"
 
     def land(dst: int, nb: float):
-        return update_work(b, dst, nb)[0], nb  # one update = one channel write in the traffic
+        return update_work(b, dst, nb), nb  # one update = one channel write in the traffic
 
     if algo.name == "ring":
         return run_ring(

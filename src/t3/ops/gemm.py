@@ -131,14 +131,16 @@ class GemmPlan:
         cap = hw.hbm.effective_Bps
         pro = 0.0
         if w.prologue_bytes > 0:
-            pro = w.prologue_bytes / _stream_rate(timing, cap, w.window_bytes, cap)
+            pro = w.prologue_bytes / _stream_rate(timing, cap, w.window_bytes, cap, 1.0)
         wb = sum(w.write_bytes.values())
         body_r = w.read_bytes - w.prologue_bytes
         tot = body_r + wb
         if tot <= 0:
             return pro, w.compute_s
         c_eff = cap * timing.eta(wb / tot)
-        x = _stream_rate(timing, c_eff, w.window_bytes if body_r > 0 else 0.0, tot / w.compute_s)
+        x = _stream_rate(
+            timing, c_eff, w.window_bytes if body_r > 0 else 0.0, tot / w.compute_s, body_r / tot
+        )
         return pro, max(w.compute_s, tot / x)
 
     def alone_s(self, hw: Hardware, launch: bool = True) -> float:
@@ -155,16 +157,17 @@ def _timing(hw: Hardware) -> HbmTiming:
     return HbmTiming(h.turnaround, h.latency_s, h.service_s, h.queue_entries, h.channels, h.entry_bytes)
 
 
-def _stream_rate(timing: HbmTiming, cap: float, window: float, demand: float) -> float:
+def _stream_rate(timing: HbmTiming, cap: float, window: float, demand: float, read_share: float) -> float:
     """Bytes/s of one stream alone on the memory: at most its demand and the capacity; a closed stream
-    (``window`` > 0 with a latency) at most ``window / L(rho)`` at its own utilisation (bisection)."""
+    (``window`` > 0 with a latency) reads at most ``window / L(rho)`` at its own utilisation, its
+    writes (``1 - read_share`` of its bytes) following (bisection)."""
     x = min(demand, cap)
-    if window <= 0 or timing.latency_s <= 0 or x <= window / timing.latency(x / cap):
+    if window <= 0 or timing.latency_s <= 0 or x * read_share <= window / timing.latency(x / cap):
         return x
-    lo, hi = 0.0, min(x, window / timing.latency_s)
+    lo, hi = 0.0, min(x, window / (timing.latency_s * read_share))
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        if window / timing.latency(mid / cap) > mid:
+        if window / timing.latency(mid / cap) > mid * read_share:
             lo = mid
         else:
             hi = mid

@@ -96,9 +96,7 @@ def _says(values: dict[int, str]) -> str:
     by_value: dict[str, list[int]] = {}
     for r, v in sorted(values.items()):
         by_value.setdefault(v, []).append(r)
-    return ", ".join(
-        f"{_ranks(rs)} {'has' if len(rs) == 1 else 'have'} {v}" for v, rs in by_value.items()
-    )
+    return ", ".join(f"{_ranks(rs)} {'has' if len(rs) == 1 else 'have'} {v}" for v, rs in by_value.items())
 
 
 def compare(op: str, rank: int, records: list[bytes]) -> PeerError | None:
@@ -108,7 +106,9 @@ def compare(op: str, rank: int, records: list[bytes]) -> PeerError | None:
     decoded = [_decode(r) for r in records]
     bad = [r for r, d in enumerate(decoded) if d is None]
     if bad:
-        values = {r: ("another record format" if d is None else MAGIC.decode()) for r, d in enumerate(decoded)}
+        values = {
+            r: ("another record format" if d is None else MAGIC.decode()) for r, d in enumerate(decoded)
+        }
         return _disagreement(op, rank, "handshake format", values, ("handshake format",))
     per_rank = [dict(d) for d in decoded]  # type: ignore[arg-type]
     keys: list[str] = []
@@ -154,9 +154,7 @@ def refuse(group: dist.ProcessGroup | None, op: str, reason: str, timeout: float
             raise
 
 
-def agree(
-    group: dist.ProcessGroup | None, op: str, fields: list[tuple[str, str]], timeout: float
-) -> float:
+def agree(group: dist.ProcessGroup | None, op: str, fields: list[tuple[str, str]], timeout: float) -> float:
     """All-gather the call descriptions and compare them; return the seconds it took.
 
     Raises :class:`PeerError` on every rank when they differ (group usable) or when a peer does not

@@ -113,7 +113,10 @@ class Plan:
                     "batched reductions do not apply (the runtime runs 'bulk-g1-M-dma')"
                 )
             return cls(overlap=False)
-        order = {"local_first": ax.local_first, "reduce": "batched" if ax.reduce == "batched" else "incremental"}
+        order = {
+            "local_first": ax.local_first,
+            "reduce": "batched" if ax.reduce == "batched" else "incremental",
+        }
         if ax.comm == "ficco":
             if (world * world) % ax.g:
                 raise ValueError(

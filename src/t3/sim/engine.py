@@ -313,9 +313,7 @@ class Allocator:
         self._mems = sorted(mem)
         sigs: dict = {}
         self.sig = [
-            sigs.setdefault(
-                (op.prio, xmax[i], tuple(op.demands), op.window, tuple(op.writes)), len(sigs)
-            )
+            sigs.setdefault((op.prio, xmax[i], tuple(op.demands), op.window, tuple(op.writes)), len(sigs))
             for i, op in enumerate(ops)
         ]
         if not mem:
@@ -331,9 +329,10 @@ class Allocator:
                 if r in mem:
                     closed = op.window > 0 and timings[r].latency_s > 0 and a - wr.get(r, 0.0) > 0
                     parts.append((r, a, wr.get(r, 0.0), closed))
-                    if closed:
+                    if closed:  # the window bounds the reads; writes are posted
                         closed_r.add(r)
-                        self.cap0[i] = min(self.cap0[i], op.window / (timings[r].latency_s * a))
+                        rd = a - wr.get(r, 0.0)
+                        self.cap0[i] = min(self.cap0[i], op.window / (timings[r].latency_s * rd))
             self.memof[i] = tuple(parts)
             if closed_r:
                 self.dem1[i] = [(r, a) for r, a in op.demands if r not in closed_r]
@@ -449,7 +448,7 @@ class Allocator:
                         lv = self.prio[i]
                         by_level[lv] = by_level.get(lv, 0.0) + x * a
                         if c:
-                            closed.setdefault(lv, []).append((i, a))
+                            closed.setdefault(lv, []).append((i, a, a - w))
             if flow <= 0:
                 continue
             e = timing.eta(wflow / flow)
@@ -464,12 +463,12 @@ class Allocator:
             for lv in sorted(closed):
                 lat = policy.latency(timing, cap[r], lv, by_level)
                 if not over and all(
-                    rate[i] * a <= self.ops[i].window / lat * (1 + 1e-6) for i, a in closed[lv]
+                    rate[i] * rd <= self.ops[i].window / lat * (1 + 1e-6) for i, _, rd in closed[lv]
                 ):
                     continue
                 lat = self._solve(r, lv, closed[lv], by_level, cap[r], rate)
-                for i, a in closed[lv]:
-                    c = self.ops[i].window / (lat * a)
+                for i, _, rd in closed[lv]:
+                    c = self.ops[i].window / (lat * rd)
                     if c < capx[i]:
                         capx[i] = c
                 again = True
@@ -479,53 +478,62 @@ class Allocator:
             self._fill(active, capx, cap, rate, self.dem)
 
     def _solve(self, r, lv, group, by_level, cap, rate) -> float:
-        """Latency at which the closed streams of level ``lv`` on memory ``r`` move what their
-        windows allow (``X_i = min(D_i, W_i / L)``, ``D_i`` their rate in the first filling), the
-        other flows held: the root of a decreasing function of their total, by regula falsi (Illinois)
-        in a bracket; memoised (periodic schedules meet the same situation wave after wave)."""
+        """Latency at which the closed streams of level ``lv`` on memory ``r`` read what their windows
+        allow (reads ``X_i = min(D_i, W_i / L)``, ``D_i`` their first-filling reads; their writes follow
+        in proportion), the other flows held: the root of ``policy latency(flows(L)) - L``, which falls
+        as ``L`` grows, by regula falsi (Illinois) in a bracket; memoised (periodic schedules meet the
+        same situation wave after wave)."""
         timing, policy, ops = self.timings[r], self.policies[r], self.ops
-        demand = tuple((ops[i].window, rate[i] * a) for i, a in group)
-        base = by_level[lv] - sum(d for _, d in demand)
+        demand = tuple((ops[i].window, rate[i] * rd, a / rd) for i, a, rd in group)
+        base = by_level[lv] - sum(rate[i] * a for i, a, _ in group)
         key = (r, lv, demand, base, cap, tuple(sorted(by_level.items())))
         hit = self._memo.get(key)
         if hit is not None:
             return hit
         flows = dict(by_level)
 
-        def lat_at(x: float) -> float:
-            flows[lv] = base + x
-            return policy.latency(timing, cap, lv, flows)
+        def h(lat: float) -> float:
+            flows[lv] = base + sum(min(d, w / lat) * k for w, d, k in demand)
+            return policy.latency(timing, cap, lv, flows) - lat
 
-        def g(x: float) -> float:  # served - x: positive below the root
-            lat = lat_at(x)
-            return (sum(min(d, w / lat) for w, d in demand) if lat < math.inf else 0.0) - x
-
-        lo, hi = 0.0, sum(d for _, d in demand)
-        glo, ghi = g(lo), g(hi)
-        if ghi >= 0:  # every stream gets its demand
-            lo = hi
+        lo = timing.latency_s
+        hlo = h(lo)
+        if hlo <= 0:  # no queueing at the unloaded latency
+            lat = lo
         else:
-            side = 0
-            for _ in range(100):
-                x = (lo * ghi - hi * glo) / (ghi - glo) if ghi != glo else 0.5 * (lo + hi)
-                if not lo < x < hi:
-                    x = 0.5 * (lo + hi)
-                gx = g(x)
-                if gx > 0:
-                    lo, glo = x, gx
-                    if side == 1:
-                        ghi *= 0.5
-                    side = 1
-                else:
-                    hi, ghi = x, gx
-                    if side == -1:
-                        glo *= 0.5
-                    side = -1
-                if hi - lo <= 1e-12 * hi:
+            hi, hhi = 2.0 * lo, h(2.0 * lo)
+            for _ in range(200):
+                if hhi < 0:
                     break
-        lat = lat_at(lo)
-        if lat == math.inf:
-            lat = max(sum(w for w, _ in demand) / max(cap - base, 1e-300), 1e-300)
+                lo, hlo = hi, hhi
+                hi *= 2.0
+                hhi = h(hi)
+            if hhi == math.inf or hhi >= 0:
+                lat = hi  # the other flows fill the memory: the closed streams barely move
+            else:
+                side = 0
+                for _ in range(100):
+                    x = (
+                        (lo * hhi - hi * hlo) / (hhi - hlo)
+                        if hhi != hlo and hlo != math.inf
+                        else 0.5 * (lo + hi)
+                    )
+                    if not lo < x < hi:
+                        x = 0.5 * (lo + hi)
+                    hx = h(x)
+                    if hx > 0:
+                        lo, hlo = x, hx
+                        if side == 1:
+                            hhi *= 0.5
+                        side = 1
+                    else:
+                        hi, hhi = x, hx
+                        if side == -1:
+                            hlo *= 0.5
+                        side = -1
+                    if hi - lo <= 1e-12 * hi:
+                        break
+                lat = hi
         if len(self._memo) > 100_000:
             self._memo.clear()
         self._memo[key] = lat

@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from t3.validation.dataset import Row
 
-COMPARED_UNIT = {"collective_busbw": "GB/s", "gemm_tflops": "TFLOPS", "overlap_speedup": "x", "overlap_time": "ms"}
+COMPARED_UNIT = {
+    "collective_busbw": "GB/s",
+    "gemm_tflops": "TFLOPS",
+    "overlap_speedup": "x",
+    "overlap_time": "ms",
+}
 QUANTITY = {
     "collective_busbw": "collective bus bandwidth",
     "gemm_tflops": "GEMM throughput",

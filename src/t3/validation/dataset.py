@@ -47,7 +47,6 @@ CATEGORIES: dict[str, tuple[str, ...]] = {
 }
 
 
-
 @dataclass(frozen=True)
 class Field:
     kind: type
@@ -175,9 +174,13 @@ def _row(item: Any, origin: str, index: int) -> Row:
     from t3.config.hardware import preset_names
 
     if item["hardware"] not in preset_names():
-        raise fail("hardware", f"unknown preset '{item['hardware']}' (available: {', '.join(preset_names())})")
+        raise fail(
+            "hardware", f"unknown preset '{item['hardware']}' (available: {', '.join(preset_names())})"
+        )
     if unit not in CATEGORIES[category]:
-        raise fail("unit", f"'{unit}' is not a unit of {category} (use one of {', '.join(CATEGORIES[category])})")
+        raise fail(
+            "unit", f"'{unit}' is not a unit of {category} (use one of {', '.join(CATEGORIES[category])})"
+        )
     measured = item["measured"]
     if isinstance(measured, bool) or not isinstance(measured, int | float) or not math.isfinite(measured):
         raise fail("measured", f"must be a number, got {measured!r}")
@@ -225,7 +228,9 @@ def _workload(w: Any, category: str, fail) -> dict[str, Any]:
         from t3.workload.sublayers import DTYPE_BYTES
 
         if out["dtype"] not in DTYPE_BYTES:
-            raise fail("workload.dtype", f"unknown dtype '{out['dtype']}' (available: {', '.join(DTYPE_BYTES)})")
+            raise fail(
+                "workload.dtype", f"unknown dtype '{out['dtype']}' (available: {', '.join(DTYPE_BYTES)})"
+            )
     for k in ("schedule", "baseline"):
         if k in out and out[k] != "best":
             from t3.ficco.space import parse_name
@@ -243,7 +248,9 @@ def _published(p: Any, fail) -> dict[str, float]:
     out: dict[str, float] = {}
     for k, v in p.items():
         if not _KEY.match(k):
-            raise fail(f"published.{k}", "names are letters, digits and '_', starting with a lower-case letter")
+            raise fail(
+                f"published.{k}", "names are letters, digits and '_', starting with a lower-case letter"
+            )
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v <= 0:
             raise fail(f"published.{k}", f"must be a positive number, got {v!r}")
         out[k] = float(v)

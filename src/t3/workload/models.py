@@ -21,7 +21,9 @@ class ModelSpec(BaseModel):
     heads: int = Field(gt=0)
     kv_heads: int | None = Field(default=None, gt=0, description="KV heads (GQA); default = heads")
     kv_channels: int | None = Field(
-        default=None, gt=0, description="per-head width (Megatron kv_channels, HF head_dim); default hidden // heads"
+        default=None,
+        gt=0,
+        description="per-head width (Megatron kv_channels, HF head_dim); default hidden // heads",
     )
     ffn: int = Field(gt=0, description="MLP intermediate width")
     gated: bool = Field(default=False, description="gated MLP (SwiGLU): FC-1 produces 2*ffn")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from t3 import size
 from t3.config.hardware import Hardware, load_hardware
-from t3.errors import ConfigError
+from t3.errors import ConfigError, SimulationError
 from t3.schedules import Outcome, RunOptions, get_config
 from t3.workload import get_model, sublayer_operator
 from t3.workload.sublayers import Operator
@@ -74,5 +75,17 @@ def run(
     op, hw, spec = resolve(model, tp, sublayer, config, hardware, tokens, hw_overrides)
     options = RunOptions() if options is None else options
     check_run(op, hw, spec, options, force)
+    return record(op, hw, config, simulate(op, hw, spec, options))
+
+
+def simulate(op: Operator, hw: Hardware, spec: Any, options: RunOptions) -> Outcome:
+    """Run a checked configuration; a time that overflows (extreme hardware values, e.g. a link of
+    1e-300 B/s) is a :class:`t3.errors.SimulationError`, never an ``inf`` in the output."""
     out = spec.run(op, hw, options)
-    return record(op, hw, config, out)
+    bad = {k: v for k, v in {"time_s": out.time_s, **out.breakdown_s}.items() if not math.isfinite(v)}
+    if bad:
+        raise SimulationError(
+            f"{spec.name}: simulated {', '.join(bad)} = {next(iter(bad.values()))} is not finite; a hardware "
+            "value is too extreme for double precision (check bandwidths, latencies and clocks)"
+        )
+    return out

@@ -107,11 +107,13 @@ def select_work(fop, hw) -> Work:
     return Work(ops, f"GEMM pieces of {cands} candidate schedule(s) of {fop.describe()} planned")
 
 
-def check(work: Work, *, force: bool = False, limit: float = LIMIT_OPS, flag: str = "--force") -> None:
-    """Refuse ``work`` above ``limit`` unless ``force`` (one line: the estimate, its source, the way out)."""
+def check(work: Work, *, force: bool = False, limit: float | None = None, flag: str = "--force") -> None:
+    """Refuse ``work`` above ``limit`` (default :data:`LIMIT_OPS`) unless ``force`` (one line: the
+    estimate, what it comes from, the way out)."""
+    limit = LIMIT_OPS if limit is None else limit
     if force or work.ops <= limit:
         return
     raise TooLargeError(
-        f"size: about {work.ops:.2g} simulated ops ({work.what}) is above the limit of {limit:.0e} "
+        f"size: about {work.ops:.2g} ops of simulation work ({work.what}) is above the limit of {limit:.0e} "
         f"(about a minute and a GB per 1e6 ops); use a smaller input, or {flag} to run it anyway"
     )

@@ -708,17 +708,23 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
 def check_size(plan: Plan, tasks: list[dict], force: bool = False) -> None:
     """The size guard (:mod:`t3.size`) for every task and for their sum, before anything runs."""
     from t3 import size
-    from t3.workload.sublayers import GemmShape
 
     total = 0.0
+    hws: dict[str, Any] = {}
+
+    def hardware(name: str, ov: dict | None) -> Any:
+        k = json.dumps([name, ov or {}], sort_keys=True)
+        if k not in hws:
+            hws[k] = load_hardware(name, ov or None)
+        return hws[k]
+
     for t in tasks:
         if t["kind"] == "gemm":
-            hw = load_hardware(t["hardware"], t.get("hw_overrides"))
+            hw = hardware(t["hardware"], t.get("hw_overrides"))
             w = size.Work(3.0 * size.gemm_waves(t["m"], t["n"], hw) + 8, describe_task(t))
-            GemmShape(t["m"], t["n"], t["k"], t["dtype"])
         else:
             p = t["point"]
-            hw = load_hardware(p["hardware"], p["hw_overrides"])
+            hw = hardware(p["hardware"], p["hw_overrides"])
             op = sublayer_operator(get_model(p["model"]), p["sublayer"], p["tp"], p["tokens"])
             w = size.run_work(op, hw, p["config"])
         try:

@@ -191,8 +191,18 @@ def execute(
             db.unlock()
     bad = df[df["status"] != "ok"] if len(df) else df
     st.errors = len(bad)
-    st.error_examples = [f"point {p}: {e}" for p, e in zip(bad["point"][:3], bad["error"][:3], strict=True)]
+    st.error_examples = [
+        f"point {p} ({describe_point(sweep, int(p))}): {e}"
+        for p, e in zip(bad["point"][:5], bad["error"][:5], strict=True)
+    ]
     return df, st
+
+
+def describe_point(sweep: Sweep, index: int) -> str:
+    """The values a point sets, for messages: its grid values, else its identity (model, TP, ...)."""
+    pt = sweep.points[index]
+    vals = pt.varied or {k: pt.point[k] for k in IDENTITY if pt.point.get(k) is not None}
+    return ", ".join(f"{k}={v!r}" for k, v in vals.items())
 
 
 def as_sweep(points: Sequence[dict[str, Any]], name: str = "points", force: bool = False) -> Sweep:

@@ -36,10 +36,12 @@ from t3.sim.engine import Engine
 from t3.workload.sublayers import GemmShape
 
 ZERO_OVERHEADS = {"dma.command_overhead_s": 0.0, "compute.kernel_launch_s": 0.0}
+# printed wherever losses are shown (t3 ficco explore, the reproduction's report)
 NEGATIVE_LOSS = (
-    "a negative decomposition loss means the pieces cost less than the whole: better wave quantisation of "
-    "the GEMM pieces, or fewer kernel launches / DMA commands on the communication's critical path than "
-    "bulk; losses are differences of simulated times (docs/ficco.md)"
+    "a loss is a difference of simulated times and can be negative: decomposition when the pieces cost "
+    "less than the whole (column pieces re-read B fewer times under the L2 reuse model, or fewer launches "
+    "and DMA commands than bulk on the communication's critical path); contention, rarely, when GEMM "
+    "kernels run side by side and slowing one lets another piece take the CUs first (docs/ficco.md)"
 )
 
 

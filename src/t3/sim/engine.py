@@ -60,7 +60,8 @@ class Result:
 
 class DeadlockError(SimulationError):
     """The schedule cannot finish. ``kind`` says why: ``"resource"`` (running ops get no share of
-    ``names``), ``"delay"`` (an op waits forever), ``"semaphore"`` (ops wait forever for units of the
+    ``names``), ``"delay"`` (an op waits forever), ``"overflow"`` (the time left overflows: rates on
+    ``names`` too small for double precision), ``"semaphore"`` (ops wait forever for units of the
     semaphores ``names``) or ``"dependency"`` (ops never became ready); the message names them."""
 
     def __init__(self, message: str, kind: str = "", names: tuple[str, ...] = ()):
@@ -80,9 +81,17 @@ def _stall(now: float, active: list[int], heap: list, ops: list[Op], res, rate: 
     stuck = [i for i in active if rate[i] <= 0]
     if not stuck:
         ids = [i for t, _, i in heap if t == math.inf]
+        if ids:
+            return DeadlockError(
+                f"no progress possible at t={now:.3e}s: ops wait forever (infinite delay): {_op_names(ops, ids)}",
+                "delay", (),
+            )  # fmt: skip
+        names = tuple(sorted({res[r].name for i in active for r, _ in ops[i].demands}))
         return DeadlockError(
-            f"no progress possible at t={now:.3e}s: ops wait forever (infinite delay): {_op_names(ops, ids)}",
-            "delay", (),
+            f"no progress possible at t={now:.3e}s: the time left of the running ops is not finite (rates "
+            f"too small for double precision on {', '.join(names)}: an extreme hardware value?); "
+            f"ops: {_op_names(ops, active)}",
+            "overflow", names,
         )  # fmt: skip
     use: dict[int, float] = {}
     for i in active:
@@ -295,11 +304,7 @@ class Engine:
             process()
             dirty = True
         if any(math.isnan(e) for e in end):
-            blocked = [f"{ops[i].gpu}:{ops[i].key}" for q in queues for i in q][:5]
-            if blocked:
-                raise DeadlockError(f"ops wait forever for semaphore units: {', '.join(blocked)}")
-            missing = [f"{op.gpu}:{op.key}" for op in ops if math.isnan(end[op.id])][:5]
-            raise DeadlockError(f"ops never became ready (dependency cycle?): {', '.join(missing)}")
+            raise _unfinished(ops, end, queues, sems, held)
         meta: dict = {}
         if ns:
             meta["semaphores"] = {

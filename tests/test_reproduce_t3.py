@@ -205,6 +205,7 @@ def test_cli_bad_hardware_one_line():
 
 def test_cli_quick_writes_report_json(tmp_path):
     out, js = tmp_path / "out", tmp_path / "x" / "t3.json"
+    js.parent.mkdir()  # a --json file goes into an existing directory (a missing one is an error)
     p = subprocess.run(
         [sys.executable, "-m", "t3", "reproduce", "t3", "--quick", "--no-figures", "--workers", "1",
          "--out", str(out), "--json", str(js)],
@@ -217,6 +218,10 @@ def test_cli_quick_writes_report_json(tmp_path):
     text = (out / "report.md").read_text()
     assert "| Ideal-GEMM-RS-Overlap, geomean | 35 % |" in text
     assert "geomean" in p.stdout and "%" in p.stdout
+    assert "t3 reproduce t3:" not in p.stdout  # progress bars go to stderr
+    pv = d["provenance"]
+    assert pv["command"].startswith("t3 reproduce t3 --quick") and len(pv["hardware_sha256"]) == 64
+    assert f"Produced by `{pv['command']}`" in text
 
 
 def test_failing_configuration_is_reported_not_summarised():

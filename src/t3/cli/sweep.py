@@ -258,7 +258,7 @@ def show_cmd(
             t.add_column(escape(_header(c)), justify="right", no_wrap=True)
     for i in range(len(shown_rows)):
         t.add_row(*(cells[c][i] for c in fit))
-    con.print(escape(f"{store}: {len(df)} points, {ok} ok, {len(df) - ok} failed"))
+    con.print(escape(f"{store}: {len(df)} points, {ok} ok, {len(df) - ok} failed"), soft_wrap=True)
     con.print(t)
     left = [c for c in cols if c not in fit]
     if left:
@@ -268,4 +268,4 @@ def show_cmd(
         con.print(f"... {len(df) - len(shown_rows)} more rows (--limit 0 prints all)")
     bad = df[df["status"] != "ok"]
     for p, e in zip(bad["point"][:5], bad["error"][:5], strict=True):
-        con.print(f"[red]point {p} failed[/]: {escape(str(e))}")
+        con.print(f"[red]point {p} failed[/]: {escape(str(e))}", soft_wrap=True)

@@ -291,9 +291,9 @@ def report(res: dict, rows: list[dict], figs: list[str]) -> str:
     ev = res["evaluation"]
     pv = res["provenance"]
     L = ["# FiCCO reproduction", "",
-         f"Produced by `{pv['command']}` with t3 {pv['t3_version']}"
-         + (f" (git {pv['git_commit']})" if pv["git_commit"] else "") + "; hardware content hashes (sha256): "
-         + ", ".join(f"{h} `{x[:16]}`" for h, x in pv["hardware_sha256"].items()) + ".", ""]  # fmt: skip
+         f"Produced by `python3 -m t3 reproduce ficco` (this run: `{pv['command']}`, t3 {pv['t3_version']}"
+         + (f", git {pv['git_commit']}" if pv["git_commit"] else "") + "); hardware content hashes (sha256): "
+         + ", ".join(f"{h} `{x}`" for h, x in pv["hardware_sha256"].items()) + ".", ""]  # fmt: skip
     if res["errors"]:
         L += [f"> **WARNING: {len(res['errors'])} case(s) failed and are left out of every evaluation "
               "(`--keep-going`):**"]  # fmt: skip

@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from t3.config.hardware import Hardware
-from t3.errors import ScheduleError
+from t3.errors import ConfigError, ScheduleError
 from t3.ficco.space import Axes, FiccoOperator
 from t3.ops.collectives import Executor, all_gather, all_to_all, reduce_scatter, transfer_work
 from t3.ops.gemm import GemmPlan, Wave, add_gemm, plan_gemm
@@ -70,6 +70,11 @@ def _menu(hw: Hardware) -> list[tuple[int, int, float]]:
     c = hw.compute
     area = c.tile_m * c.tile_n
     ok = [t for t in TILE_MENU if t[0] * t[1] <= area]
+    if not ok:
+        raise ConfigError(
+            f"compute.tile_m: a {c.tile_m}x{c.tile_n} macro-tile is smaller than every tile of the FiCCO GEMM "
+            f"kernel menu (smallest {TILE_MENU[-1][0]}x{TILE_MENU[-1][1]})"
+        )
     base = max((t[2] for t in ok if (t[0], t[1]) == (c.tile_m, c.tile_n)), default=ok[0][2])
     return [(tm, tn, e / base) for tm, tn, e in ok]
 

@@ -485,7 +485,7 @@ def validate_points(
             raise ConfigError(f"sweep '{origin}': point {pt.index} ({_varied(pt)}): {err}") from None
         except TypeError as err:  # RunOptions(**bad)
             raise ConfigError(f"sweep '{origin}': point {pt.index}: options: {err}") from None
-    size.check(size.Work(total, f"{len(seen)} distinct points"), force=force, limit=size.LIMIT_TOTAL_OPS)
+    size.check(size.Work(total, f"{len(seen)} distinct points of {origin}"), force=force, limit=size.LIMIT_TOTAL_OPS)
     return keys, inputs
 
 

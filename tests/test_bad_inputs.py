@@ -5,20 +5,16 @@ traceback, never a hang. The pathological sizes are refused quickly unless --for
 from __future__ import annotations
 
 import re
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from t3.cli.main import main
-from t3.config.hardware import load_hardware
 
-PRESET = (Path(load_hardware.__globals__["resources"].files("t3.config")) / "presets" / "paper-80cu.toml")
+PRESET = Path(str(resources.files("t3.config").joinpath("presets", "paper-80cu.toml")))
 MODEL = "hidden = 1024\nlayers = 2\nheads = 16\nffn = 4096\ntokens = 2048\n"
 SPEC = '[base]\nmodel = "t-nlg"\nsublayer = "op"\ntokens = 1024\n[grid]\nconfig = ["sequential"]\n'
-
-
-def _hw(edit):
-    return lambda base: edit(base)
 
 
 HW_FILES = {

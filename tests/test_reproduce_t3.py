@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from t3.errors import PointsFailed
 from t3.experiments import endtoend, figures, report
 from t3.experiments import reproduce_t3 as r
 from t3.experiments.paper_t3 import PUBLISHED
@@ -204,6 +205,7 @@ def test_cli_bad_hardware_one_line():
 
 def test_cli_quick_writes_report_json(tmp_path):
     out, js = tmp_path / "out", tmp_path / "x" / "t3.json"
+    js.parent.mkdir()  # a --json file goes into an existing directory (a missing one is an error)
     p = subprocess.run(
         [sys.executable, "-m", "t3", "reproduce", "t3", "--quick", "--no-figures", "--workers", "1",
          "--out", str(out), "--json", str(js)],
@@ -216,6 +218,10 @@ def test_cli_quick_writes_report_json(tmp_path):
     text = (out / "report.md").read_text()
     assert "| Ideal-GEMM-RS-Overlap, geomean | 35 % |" in text
     assert "geomean" in p.stdout and "%" in p.stdout
+    assert "t3 reproduce t3:" not in p.stdout  # progress bars go to stderr
+    pv = d["provenance"]
+    assert pv["command"].startswith("t3 reproduce t3 --quick") and len(pv["hardware_sha256"]) == 64
+    assert f"Produced by `{pv['command']}`" in text
 
 
 def test_failing_configuration_is_reported_not_summarised():
@@ -223,7 +229,11 @@ def test_failing_configuration_is_reported_not_summarised():
         models=("mega-gpt-2",), tps=(8,), large_models=(), sublayers=("op",), tokens=1024, comm_cus=(8,),
         sweeps=(), timeline=None, hw_overrides={"nmc.present": False},
     )  # fmt: skip
-    d = r.reproduce(plan, workers=1, progress=False)
+    with pytest.raises(
+        PointsFailed, match=r"simulation point\(s\) failed: mega-gpt-2 TP 8 op .*nmc.*--keep-going"
+    ):
+        r.reproduce(plan, workers=1, progress=False)
+    d = r.reproduce(plan, workers=1, progress=False, keep_going=True)
     failed = {e["config"] for e in d["errors"]}
     assert failed == {"t3", "t3-mca", "ideal-rs-nmc"} & set(d["configs"]["registered"])
     for c in failed:

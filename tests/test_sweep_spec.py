@@ -57,11 +57,18 @@ def test_nested_tables_equal_quoted_dotted_keys():
 def test_options_and_params_reach_run_point_contract():
     sw = spec_from_dict(
         {
-            "base": {**SMALL, "config": "concurrent", "options.params.chunks": 4},
-            "grid": {"options.comm_cus": [8, 16], "options.symmetric": [True, False]},
+            "base": {
+                **SMALL,
+                "config": "t3",
+                "options.functional": True,
+                "options.params.functional_seed": 4,
+            },
+            "grid": {"options.comm_cus": [8, 16], "options.jitter": [0.0, 0.5]},
         }
     )
-    assert sw.points[1].point["options"] == {"params": {"chunks": 4}, "comm_cus": 8, "symmetric": False}
+    assert sw.points[1].point["options"] == {
+        "params": {"functional_seed": 4}, "functional": True, "comm_cus": 8, "jitter": 0.5,
+    }  # fmt: skip
     assert len(set(sw.keys)) == 4
 
 
@@ -108,9 +115,14 @@ def test_every_input_changes_the_key():
     for k, v in [
         ("hardware.link.bandwidth_Bps", 7e10), ("hardware.mca.occupancy_threshold", 0.5),
         ("hardware.tracker.entries", 64), ("config", "concurrent"), ("tp", 4), ("tokens", 2048),
-        ("sublayer", "fc2"), ("options.comm_cus", 8), ("options.params.x", 1), ("hardware", "mi300x-8"),
+        ("sublayer", "fc2"), ("options.comm_cus", 8), ("hardware", "mi300x-8"),
     ]:  # fmt: skip
         assert spec_from_dict({"base": {**SMALL, k: v}}).keys[0] != base, k
+    fn = {**SMALL, "config": "t3", "tp": 4, "options.functional": True}
+    assert (
+        spec_from_dict({"base": {**fn, "options.params.functional_seed": 1}}).keys[0]
+        != spec_from_dict({"base": fn}).keys[0]
+    )
 
 
 @pytest.mark.parametrize(

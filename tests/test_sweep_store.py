@@ -16,6 +16,7 @@ from t3.experiments.parallel import run_point
 from t3.experiments.sweep import Store, execute, run_points, run_sweep, spec_from_dict
 from t3.experiments.sweep.store import TIMING_COLUMNS
 from t3.schedules import RunOptions, register
+from t3.schedules.base import Param
 from t3.schedules.baselines import run_sequential
 
 SMALL = {"model": "t-nlg", "sublayer": "op", "tokens": 1024}
@@ -164,7 +165,10 @@ def test_run_points_equals_run_point_and_run_sweep_has_one_row_per_point():
     assert list(df["point"]) == [0, 1, 2, 3] and list(df["options.comm_cus"]) == [8] * 4
 
 
-@register("test-kills-its-worker", "test only: SIGKILLs the process running it when params.crash is set")
+@register(
+    "test-kills-its-worker", "test only: SIGKILLs the process running it when params.crash is set",
+    {"crash": Param((bool,), "kill the worker")},
+)  # fmt: skip
 def _killer(op, hw, opts: RunOptions):
     if opts.params.get("crash"):
         os.kill(os.getpid(), signal.SIGKILL)

@@ -13,10 +13,13 @@ field. ``t3 validate`` compares these predictions with published measurements (`
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
+from t3 import size
 from t3.config.hardware import Hardware, load_hardware
+from t3.errors import ConfigError, SimulationError
 from t3.schedules import Outcome, RunOptions, get_config
 from t3.workload import get_model, sublayer_operator
 from t3.workload.sublayers import GemmShape, Operator
@@ -28,11 +31,26 @@ def resolve(
 ) -> tuple[Operator, Hardware, Any]:  # fmt: skip
     """Validate every input (raising :class:`t3.errors.T3Error` naming the field) before any simulation."""
     spec = get_config(config)
+    if hw_overrides is not None and not isinstance(hw_overrides, dict):
+        raise ConfigError(f"hw_overrides: expected a dict of dotted paths, got {hw_overrides!r}")
     hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     if hw_overrides:
         hw = hw.with_overrides(hw_overrides)
     op = sublayer_operator(get_model(model), sublayer, tp, tokens)
     return op, hw, spec
+
+
+def check_run(op: Operator, hw: Hardware, spec: Any, options: RunOptions, force: bool = False) -> None:
+    """Everything about one simulation that can be refused before it starts: the options' types, the
+    configuration's parameters, functional mode, and the size guard (:mod:`t3.size`; ``force`` skips it)."""
+    if not isinstance(options, RunOptions):
+        raise ConfigError(f"options: expected a t3.RunOptions, got {type(options).__name__}")
+    spec.check(options)
+    if options.functional:
+        from t3.schedules.t3 import require_functional
+
+        require_functional(spec.name)
+    size.check(size.run_work(op, hw, spec.name, options.symmetric, options.functional), force=force)
 
 
 def record(op: Operator, hw: Hardware, config: str, out: Outcome) -> dict[str, Any]:
@@ -61,17 +79,28 @@ def record(op: Operator, hw: Hardware, config: str, out: Outcome) -> dict[str, A
 def run(
     model: str | Path = "t-nlg", tp: int = 8, sublayer: str = "fc2", config: str = "sequential",
     hardware: str | Path | Hardware = "paper-80cu", tokens: int | None = None,
-    hw_overrides: dict[str, Any] | None = None, options: RunOptions | None = None,
+    hw_overrides: dict[str, Any] | None = None, options: RunOptions | None = None, force: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
-    """Simulate one sublayer and return its record (see :func:`record`)."""
+    """Simulate one sublayer and return its record (see :func:`record`). Every input is checked first
+    (:class:`t3.errors.T3Error` naming the field); work above :data:`t3.size.LIMIT_OPS` is refused
+    (:class:`t3.errors.TooLargeError`) unless ``force``."""
     op, hw, spec = resolve(model, tp, sublayer, config, hardware, tokens, hw_overrides)
-    options = options or RunOptions()
-    if options.functional:
-        from t3.schedules.t3 import require_functional
+    options = RunOptions() if options is None else options
+    check_run(op, hw, spec, options, force)
+    return record(op, hw, config, simulate(op, hw, spec, options))
 
-        require_functional(config)
+
+def simulate(op: Operator, hw: Hardware, spec: Any, options: RunOptions) -> Outcome:
+    """Run a checked configuration; a time that overflows (extreme hardware values, e.g. a link of
+    1e-300 B/s) is a :class:`t3.errors.SimulationError`, never an ``inf`` in the output."""
     out = spec.run(op, hw, options)
-    return record(op, hw, config, out)
+    bad = {k: v for k, v in {"time_s": out.time_s, **out.breakdown_s}.items() if not math.isfinite(v)}
+    if bad:
+        raise SimulationError(
+            f"{spec.name}: simulated {', '.join(bad)} = {next(iter(bad.values()))} is not finite; a hardware "
+            "value is too extreme for double precision (check bandwidths, latencies and clocks)"
+        )
+    return out
 
 
 # --------------------------------------------------------------------------------------------------

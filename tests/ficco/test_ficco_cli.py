@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from t3 import provenance
 from t3.config.hardware import load_hardware
 from t3.ficco.scenarios import OPERATORS, cases
 from t3.ficco.select import GRID, Rules, features, fit, rule_pick, select, within
@@ -37,7 +38,10 @@ def test_select_json_contract_matches_library():
     from t3.ficco.learned import select_shipped
 
     name, f = select_shipped(FiccoOperator("ag-gemm", 8192, 3584, 4096), load_hardware("mi300x-8"))
+    prov = j.pop("provenance")
     assert j == {"schedule": name, "features": f}
+    assert prov["hardware_sha256"] == provenance.hardware_hash(load_hardware("mi300x-8"))
+    assert prov["command"].startswith("t3 ficco select --op ag-gemm")
     p = _t3("ficco", "select", "--op", "gemm-rs", "--m", "8192", "--n", "4096", "--k", "1792")
     assert p.returncode == 0 and "bf16 on 8 GPUs" in p.stdout, p.stderr
     p = _t3(

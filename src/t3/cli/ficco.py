@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from t3.cli.common import fmt_time
+from t3.cli.common import check_count, fmt_time, force_option
 from t3.cli.main import app
 from t3.config.hardware import load_hardware
 from t3.ficco.space import FiccoOperator
@@ -35,20 +35,40 @@ _SK = typer.Option(0.0, "--skew", help="MoE routing skew in [0, 1)")
 _J = typer.Option(False, "--json", help="print one JSON object")
 
 
-@ficco_app.command()
+def _loss(s: float, pct: float) -> str:
+    if abs(s) < 1e-12:  # float noise of a difference of two equal times
+        s, pct = 0.0, 0.0
+    return f"{fmt_time(s)} ({pct:.1f} %)"
+
+
+@ficco_app.command(
+    help="Simulate every legal schedule of one operator with its decomposition and contention losses. "
+    "Shows a progress bar on stderr; an operator whose estimated work is above the size limit is refused "
+    "unless --force."
+)
 def explore(
     op: str = _OP, m: int = _M, n: int = _N, k: int = _K, gpus: int = _G, hw: str = _HW,
     dtype: str = _DT, skew: float = _SK, as_json: bool = _J,
-    top: int = typer.Option(0, "--top", help="show only the fastest TOP schedules (0 = all)"),
+    top: int | None = typer.Option(None, "--top", help="show only the fastest TOP schedules (default: all)"),
+    force: bool = force_option(),
 ) -> None:  # fmt: skip
-    """Simulate every legal schedule of one operator with its decomposition and contention losses."""
+    from t3 import size
+    from t3.experiments.parallel import progress_bar
     from t3.ficco.losses import explore as run_explore
+    from t3.ficco.space import check_fits
+    from t3.provenance import provenance
 
+    check_count(top, "--top")
     fop = _operator(op, m, n, k, gpus, dtype, skew)
     h = load_hardware(hw)
-    res = run_explore(fop, h).to_json()
+    check_fits(fop, h)
+    size.check(size.explore_work(fop, h), force=force)
+    with progress_bar(transient=True) as bar:
+        task = bar.add_task("t3 ficco explore: schedules", total=None)
+        res = run_explore(fop, h, progress=lambda done, total: bar.update(task, completed=done, total=total))
+        res = res.to_json()
     if as_json:
-        print(json.dumps(res))
+        print(json.dumps({**res, "provenance": provenance(h)}))
         return
     c = Console(width=140)
     c.print(f"[bold]{fop.describe()}[/] on {h.name}: GEMM alone {fmt_time(res['gemm_alone_s'])}, "
@@ -57,13 +77,19 @@ def explore(
     for col in ("schedule", "time", "vs bulk", "vs best shard", "decomposition", "contention"):
         t.add_column(col, justify="left" if col == "schedule" else "right")
     rows = sorted(res["schedules"], key=lambda r: (r["time_s"], r["name"]))
-    for r in rows[: top or None]:
+    negative = False
+    for r in rows[:top]:
         lo = r["losses"]
         vs = f"{r['speedup_vs_shard']:.3f}x" if r["speedup_vs_shard"] else "-"
+        negative |= lo["decomposition_s"] < -1e-12 or lo["contention_s"] < -1e-12
         t.add_row(r["name"], fmt_time(r["time_s"]), f"{r['speedup_vs_bulk']:.3f}x", vs,
-                  f"{fmt_time(lo['decomposition_s'])} ({lo['decomposition_pct']:.1f} %)",
-                  f"{fmt_time(lo['contention_s'])} ({lo['contention_pct']:.1f} %)")  # fmt: skip
+                  _loss(lo["decomposition_s"], lo["decomposition_pct"]),
+                  _loss(lo["contention_s"], lo["contention_pct"]))  # fmt: skip
     c.print(t)
+    if negative:
+        from t3.ficco.losses import NEGATIVE_LOSS
+
+        c.print(f"note: {NEGATIVE_LOSS}.")
     c.print(f"best: [bold]{res['best']}[/] {fmt_time(res['best_time_s'])}")
 
 
@@ -74,10 +100,13 @@ def select(
     runtime: bool = typer.Option(
         False, "--runtime", help="only schedules t3.runtime executes (one compute stream, no prefetch bound, -dma)"
     ),
+    force: bool = force_option(),
 ) -> None:  # fmt: skip
     """The selector's schedule from static operator sizes alone (no simulation)."""
+    from t3 import size
     from t3.errors import ConfigError
     from t3.ficco.learned import select_shipped as pick
+    from t3.provenance import provenance
 
     fop = _operator(op, m, n, k, gpus, dtype, skew)
     if runtime and fop.op == "moe":
@@ -85,11 +114,12 @@ def select(
             "runtime: t3.runtime has no MoE (all-to-all) op; --runtime takes ag-gemm or gemm-rs"
         )
     h = load_hardware(hw)
+    size.check(size.select_work(fop, h), force=force)
     t0 = time.perf_counter()
     name, feats = pick(fop, h, runtime)
     dt = time.perf_counter() - t0
     if as_json:
-        print(json.dumps({"schedule": name, "features": feats}))
+        print(json.dumps({"schedule": name, "features": feats, "provenance": provenance(h)}))
         return
     c = Console(width=140)
     c.print(f"[bold]{name}[/] for {fop.describe()} on {h.name} (decided in {dt * 1e3:.2f} ms)")
@@ -114,12 +144,13 @@ def characterise(
     """Decomposition loss of 8- and 64-way splits along M and K over a range of GEMM shapes."""
     from t3.ficco.characterise import characterise as char
     from t3.ficco.characterise import dma_efficiency
+    from t3.provenance import provenance
 
     h = load_hardware(hw)
     rows = char(h)
     dma = dma_efficiency(h)
     if as_json:
-        print(json.dumps({"hardware": h.name, "gemm": rows, "dma": dma}))
+        print(json.dumps({"hardware": h.name, "gemm": rows, "dma": dma, "provenance": provenance(h)}))
         return
     c = Console(width=140)
     t = Table(title=f"decomposition loss on {h.name} (% of the whole GEMM's time, bf16)")

@@ -1,12 +1,20 @@
-"""The ``t3`` command. Each sub-command lives in its own module and registers itself on ``app``."""
+"""The ``t3`` command. Each sub-command lives in its own module and registers itself on ``app``.
+
+Exit status: 0 success; 1 work that ran and failed (a simulation point, a functional check); 2 bad
+input (one line ``error: ...`` naming the field, nothing ran); 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import sys
 
 import typer
+import typer.core
 
 from t3.errors import T3Error
+
+# the click typer runs on (recent typer versions vendor it as typer._click)
+_cx = getattr(typer.core, "_click", None) or __import__("click")
 
 app = typer.Typer(
     name="t3",
@@ -15,6 +23,28 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from t3.provenance import git_commit, version
+
+        commit = git_commit()
+        print(f"t3 {version()}" + (f" (git {commit})" if commit else ""))
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_version,
+        is_eager=True,
+        help="print the version (and git commit) and exit",
+    ),
+) -> None:
+    """Simulate, explore and run fine-grained overlap of GEMMs and collectives (T3, FiCCO)."""
 
 
 def _register() -> None:
@@ -32,10 +62,33 @@ def _register() -> None:
     )
 
 
-def main() -> None:
+def _usage_line(err) -> str:
+    """A click usage error as one line: the message, and where to read the options."""
+    cmd = err.ctx.command_path if err.ctx is not None else "t3"
+    cmd = "t3" + cmd[cmd.index(" ") :] if " " in cmd else "t3"
+    return f"error: {err.format_message()} (see {cmd} --help)"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: runs the command, turns bad input into one line on stderr and an exit status."""
+    from t3.provenance import set_command
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    set_command(args)
     _register()
     try:
-        app()
+        code = app(args=args, prog_name="t3", standalone_mode=False)
     except T3Error as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        sys.exit(err.exit_code)
+    except _cx.exceptions.UsageError as err:
+        if type(err).__name__ != "NoArgsIsHelpError":  # that one has printed the help already
+            print(_usage_line(err), file=sys.stderr)
+        sys.exit(err.exit_code)
+    except typer.Abort:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
+    except _cx.exceptions.ClickException as err:
+        print(f"error: {err.format_message()}", file=sys.stderr)
+        sys.exit(err.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)

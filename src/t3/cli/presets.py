@@ -10,10 +10,15 @@ from rich.table import Table
 
 from t3.cli.main import app
 from t3.config.hardware import load_hardware, preset_names
+from t3.provenance import hardware_hash, run_fields
 
 
 @app.command()
-def presets(as_json: bool = typer.Option(False, "--json", help="print JSON")) -> None:
+def presets(
+    as_json: bool = typer.Option(
+        False, "--json", help="print JSON: {presets: [...], provenance} (each preset with its content hash)"
+    ),
+) -> None:
     """List the hardware presets (name, GPUs, topology, peak FP16, HBM and link bandwidth)."""
     rows = []
     for name in preset_names():
@@ -30,10 +35,11 @@ def presets(as_json: bool = typer.Option(False, "--json", help="print JSON")) ->
                 else None,
                 "hbm_Bps": hw.hbm.bandwidth_Bps,
                 "link_Bps_per_direction": hw.link.bandwidth_Bps,
+                "hardware_sha256": hardware_hash(hw),
             }
         )
     if as_json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"presets": rows, "provenance": run_fields()}, indent=2))
         return
     t = Table(title="hardware presets (use --hw NAME, or --hw path/to/file.toml)")
     for col in ("name", "GPUs", "topology", "CUs", "FP16 peak", "HBM", "link/dir"):

@@ -7,29 +7,40 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from t3.cli.common import check_count, check_output_dir
 from t3.cli.reproduce import reproduce_app
+
+KEEP_GOING = (
+    "a case that fails is listed in the report and JSON and left out of the evaluation (exit status 0 "
+    "with a warning); without it, a failed case stops the command (exit status 1) and nothing is written"
+)
 
 
 @reproduce_app.command("ficco")
 def ficco(
-    out: Path = typer.Option(Path("results/ficco"), "--out", help="output directory"),
+    out: Path = typer.Option(Path("results/ficco"), "--out", help="output directory (created if missing)"),
     workers: int | None = typer.Option(None, "--workers", help="processes (default: CPU count, max 8)"),
     limit: int | None = typer.Option(
         None, "--limit", help="only the first LIMIT design and LIMIT unseen operators (quick look)"
     ),
+    keep_going: bool = typer.Option(False, "--keep-going", help=KEEP_GOING),
 ) -> None:
     """Explore every scenario exhaustively on mi300x-8 and h100-8, fit the heuristic on the design
-    cases, evaluate it on the unseen ones; writes report.md, ficco.json and PNG figures."""
-    from t3.errors import ConfigError
+    cases, evaluate it on the unseen ones; writes report.md, ficco.json and PNG figures. Shows a progress
+    bar on stderr."""
     from t3.experiments.reproduce_ficco import reproduce
 
-    if workers is not None and workers < 1:
-        raise ConfigError(f"workers: must be >= 1, got {workers}")
-    if limit is not None and limit < 1:
-        raise ConfigError(f"limit: need at least 1 operator of each set, got {limit}")
-    res = reproduce(out, workers=workers, limit=limit)
+    check_count(workers, "--workers")
+    check_count(limit, "--limit")
+    check_output_dir(out, "--out")
+    res = reproduce(out, workers=workers, limit=limit, keep_going=keep_going)
     ev = res["evaluation"]
     c = Console()
+    if res["errors"]:
+        Console(stderr=True).print(
+            f"[bold red]WARNING: {len(res['errors'])} case(s) failed (--keep-going): they are listed in the "
+            "report and left out of every evaluation[/]"
+        )
     for sel in ("estimate", "learned", "pipeline"):
         e = res[f"evaluation_{sel}"]
         u, fr, f2, f3 = e["unseen"], e["fresh"], e["fresh2"], e["fresh3"]

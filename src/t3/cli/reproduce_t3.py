@@ -9,14 +9,29 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from t3.cli.common import parse_overrides
+from t3.cli.common import (
+    check_count,
+    check_output_dir,
+    check_output_file,
+    check_store,
+    force_option,
+    parse_overrides,
+)
 from t3.cli.reproduce import reproduce_app
+
+KEEP_GOING = (
+    "a simulation point that fails is listed in the report and JSON and its configuration left out of "
+    "the summaries of its set (exit status 0 with a warning); without it, a failed point stops the command "
+    "(exit status 1, naming the point) and nothing is written"
+)
 
 
 @reproduce_app.command("t3")
 def reproduce_t3(
-    out: Path = typer.Option(Path("results/t3"), "--out", help="output directory (report, figures, JSON)"),
-    json_file: Path | None = typer.Option(None, "--json", help="also write the JSON document here"),
+    out: Path = typer.Option(
+        Path("results/t3"), "--out", help="output directory (report, figures, JSON; created if missing)"
+    ),
+    json_file: Path | None = typer.Option(None, "--json", help="also write the JSON document to this file"),
     workers: int | None = typer.Option(None, help="worker processes (default: CPU count, at most 8)"),
     hw: str = typer.Option("paper-80cu", "--hw", help="hardware preset name or TOML file"),
     quick: bool = typer.Option(False, "--quick", help="TP 8 only, no TP-32 models, no sensitivity sweeps"),
@@ -27,32 +42,52 @@ def reproduce_t3(
     store: Path | None = typer.Option(
         None, help="resumable Parquet store of the simulation points (an interrupted run resumes from it)"
     ),
+    keep_going: bool = typer.Option(False, "--keep-going", help=KEEP_GOING),
+    force: bool = force_option(),
 ) -> None:
-    """Sublayer speedups, data movement, end-to-end projection, contention and sensitivity vs the paper."""
+    """Sublayer speedups, data movement, end-to-end projection, contention and sensitivity vs the paper.
+    Shows a progress bar on stderr. Points of the tracker-entries sweep whose tracker cannot hold one
+    wave of tiles are expected to be infeasible: the report lists them with the reason."""
+    from t3.config.hardware import load_hardware
     from t3.experiments import figures, report
     from t3.experiments.reproduce_t3 import Plan, reproduce
+    from t3.experiments.sweep.executors import check_executor
+    from t3.provenance import provenance
 
+    check_count(workers, "--workers")
+    check_executor(executor, workers, scheduler)
+    check_output_file(json_file, "--json")
+    check_store(store)
     plan = Plan(hardware=hw, hw_overrides=parse_overrides(overrides))
     if quick:
         plan = Plan(hardware=hw, hw_overrides=plan.hw_overrides, tps=(8,), large_models=(), sweeps=())
+    plan.validate()  # before the output directory is created
+    check_output_dir(out, "--out")
     t0 = time.perf_counter()
-    doc = reproduce(plan, workers=workers, executor=executor, scheduler=scheduler, store=store)
+    doc = reproduce(
+        plan, workers=workers, executor=executor, scheduler=scheduler, store=store, keep_going=keep_going,
+        force=force,
+    )  # fmt: skip
+    doc = {"provenance": provenance(load_hardware(hw, plan.hw_overrides or None)), **doc}
     out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(doc, indent=1)
     (out / "t3.json").write_text(text + "\n")
     if json_file is not None:
-        json_file.parent.mkdir(parents=True, exist_ok=True)
         json_file.write_text(text + "\n")
     figs = [] if no_figures else figures.make_all(doc, out, workers=workers)
     (out / "report.md").write_text(report.render(doc, figs) + "\n")
     c = Console()
+    err = Console(stderr=True)
     s = doc["summary"]
     if doc["configs"]["missing"]:
-        c.print(f"[bold red]WARNING: configurations not registered: {', '.join(doc['configs']['missing'])} "
-                "(their numbers are n/a)[/]")  # fmt: skip
+        err.print(f"[bold red]WARNING: configurations not registered: {', '.join(doc['configs']['missing'])} "
+                  "(their numbers are n/a)[/]")  # fmt: skip
     if doc["errors"]:
-        c.print(f"[bold red]WARNING: {len(doc['errors'])} simulation(s) failed (see the report); their "
-                "configurations are left out of the summaries[/]")  # fmt: skip
+        err.print(f"[bold red]WARNING: {len(doc['errors'])} simulation point(s) failed (--keep-going; listed in "
+                  "the report); their configurations are left out of the summaries of their set[/]")  # fmt: skip
+    if doc["infeasible"]:
+        err.print(f"{len(doc['infeasible'])} point(s) of the sensitivity sweeps are infeasible, as expected "
+                  f"(e.g. {doc['infeasible'][0]['error']}); the report lists them")  # fmt: skip
     for name in ("ideal_gemm_rs_overlap", "t3", "t3_mca", "ideal_rs_nmc", "large_models_t3_mca"):
         g, m = s[name]["geomean_speedup"], s[name]["max_speedup"]
         c.print(f"{name:24s} geomean {report.pct(g)}  max {report.pct(m)}")

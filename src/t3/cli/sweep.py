@@ -2,8 +2,9 @@
 
 ``t3 sweep SPEC.toml --store results.parquet`` is short for ``t3 sweep run SPEC.toml --store ...``.
 Exit status: 0 when every point of the grid is stored with status ok, 1 when some point failed (its
-row holds the error; rerunning retries it), 2 on bad input (nothing runs), 130 when interrupted
-(finished rows are stored; rerunning resumes).
+row holds the error; rerunning retries it; the failed points are named), 0 with a warning instead
+with ``--keep-going``, 2 on bad input (nothing runs), 130 when interrupted (finished rows are stored;
+rerunning resumes).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
-from t3.cli.common import fmt_bytes, fmt_time
+from t3.cli.common import check_store, fmt_bytes, fmt_time, force_option
 from t3.cli.main import app
 from t3.errors import ConfigError
 
@@ -61,27 +62,43 @@ def run_cmd(
     retry_errors: bool = typer.Option(
         True, "--retry-errors/--keep-errors", help="recompute points whose stored row is an error"
     ),
-    progress: bool = typer.Option(True, "--progress/--no-progress", help="show the progress bar"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="validate every point and print the grid size"),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="show the progress bar (on stderr)"),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="validate every point and print the grid size and the estimated work"
+    ),
     flush_s: float = typer.Option(1.0, "--flush-s", help="journal finished rows at least this often (s)"),
+    keep_going: bool = typer.Option(
+        False,
+        "--keep-going",
+        help="exit 0 (with a warning) when some points failed; their rows hold the errors",
+    ),
+    force: bool = force_option(),
 ) -> None:
-    """Run every point of SPEC not yet in the store; results stream into the store as they finish."""
+    """Run every point of SPEC not yet in the store; results stream into the store as they finish.
+    Every point is validated, and the work estimated, before anything runs."""
+    import math
+
     from t3.experiments.sweep import SweepInterrupted, execute, load_spec
     from t3.experiments.sweep.executors import check_executor
+    from t3.experiments.sweep.spec import point_work
 
     check_executor(executor, workers, scheduler)
     if not dry_run and store is None:
         raise ConfigError("--store: required (a path ending in .parquet)")
-    if flush_s <= 0:
-        raise ConfigError(f"--flush-s: must be > 0, got {flush_s}")
-    sw = load_spec(spec)  # validates every point before anything runs
+    check_store(store)
+    if not (math.isfinite(flush_s) and flush_s > 0):
+        raise ConfigError(f"--flush-s: must be a finite number > 0, got {flush_s}")
+    sw = load_spec(spec, force=force)  # validates every point (and the size guard) before anything runs
     con = Console(stderr=True, soft_wrap=True)
     distinct = len(set(sw.keys))
     axes = " x ".join(
         f"{'+'.join(a)} ({len({tuple(p.varied[k] for k in a) for p in sw.points})})" for a in sw.axes
     )
     if dry_run:
-        print(f"{sw.name}: {len(sw)} points ({distinct} distinct) valid; axes: {axes or 'none'}")
+        first = {k: p for k, p in zip(sw.keys, sw.points, strict=True)}
+        ops = sum(point_work(p.point).ops for p in first.values())
+        print(f"{sw.name}: {len(sw)} points ({distinct} distinct) valid; axes: {axes or 'none'}; "
+              f"about {ops:.2g} simulated ops")  # fmt: skip
         return
     try:
         df, st = execute(
@@ -102,7 +119,12 @@ def run_cmd(
     )
     for e in st.error_examples:
         con.print(f"  [red]failed[/] {escape(e)}")
-    if st.errors:
+    if st.errors > len(st.error_examples):
+        con.print(f"  ... and {st.errors - len(st.error_examples)} more (t3 sweep show {escape(str(store))})")
+    if st.errors and keep_going:
+        con.print(f"[bold red]WARNING: {st.errors} point(s) failed (--keep-going: exit status 0); "
+                  "their rows hold the errors and a rerun retries them[/]")  # fmt: skip
+    elif st.errors:
         sys.exit(1)
 
 
@@ -153,17 +175,48 @@ def varied_inputs(df: pd.DataFrame) -> list[str]:
     return [c for c in cols if df[c].astype(str).nunique(dropna=False) > 1]
 
 
+def _header(col: str) -> str:
+    """A column's label with its unit on a second line (narrower columns)."""
+    return _label(col).replace(" [", "\n[")
+
+
+_FOLD = 12  # a text cell (e.g. a configuration name) may wrap down to this width
+
+
+def _fit_columns(
+    priority: list[str], cells: dict[str, list[str]], text: set[str], width: int, keep: int
+) -> set[str]:
+    """The columns, taken in priority order, that fit ``width`` (the first ``keep`` always): a header
+    may wrap at its spaces, a text cell down to :data:`_FOLD` characters, a number not at all."""
+    shown, used = set(), 1  # the table's left border
+    for i, c in enumerate(priority):
+        cell = max((len(x) for x in cells[c]), default=1)
+        w = max([*(len(x) for x in _header(c).splitlines()), min(cell, _FOLD) if c in text else cell]) + 3
+        if i < keep or used + w <= width:
+            shown.add(c)
+            used += w
+    return shown
+
+
 @sweep_app.command("show")
 def show_cmd(
     store: Path = typer.Argument(..., help="results store written by t3 sweep (.parquet)"),
     limit: int = typer.Option(50, help="rows to print (0 = all)"),
-    columns: str | None = typer.Option(None, help="comma-separated extra columns to print"),
+    columns: str | None = typer.Option(
+        None, help="comma-separated columns to print first (others follow while they fit the width)"
+    ),
 ) -> None:
-    """Print a summary table of a results store (compacting its journal first when no sweep is running)."""
+    """Print a summary table of a results store (compacting its journal first when no sweep is running).
+    The table fits the terminal (80 columns when not a terminal; COLUMNS=N to change): the point,
+    its status, the inputs that vary, then the outputs while they fit; a note names the columns left out."""
     from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
     from t3.experiments.sweep import Store
 
+    if limit < 0:
+        raise ConfigError(f"--limit: must be >= 0 (0 = all rows), got {limit}")
+    if store.is_dir():
+        raise ConfigError(f"store: '{store}' is a directory, not a .parquet store")
     db = Store(store)
     if not store.exists() and not db.parts.is_dir():
         raise ConfigError(f"store: '{store}' not found")
@@ -188,22 +241,31 @@ def show_cmd(
     for c in extra:
         if c not in df.columns:
             raise ConfigError(f"--columns: unknown column '{c}' (see pandas.read_parquet('{store}').columns)")
-    cols = ["point", "status", *want, *outs, *[c for c in extra if c not in want + outs]]
+    head = ["point", "status"]
+    cols = [*head, *extra, *[c for c in want + outs if c not in extra]]
+    shown_rows = df if limit == 0 else df.head(limit)
+    cells = {c: [_fmt(c, v) for v in shown_rows[c]] for c in cols}
+    con = Console()
+    text = {c for c in cols if not (is_numeric_dtype(df[c]) and not is_bool_dtype(df[c])) and c not in outs}
+    shown = _fit_columns(cols, cells, text, con.width, keep=len(head) + len(extra))
+    fit = [c for c in cols if c in shown]
     ok = int((df["status"] == "ok").sum())
     t = Table()
-    for c in cols:
-        numeric = is_numeric_dtype(df[c]) and not is_bool_dtype(df[c])
-        t.add_column(escape(_label(c)), justify="right" if numeric or c in outs else "left")
-    shown = df if limit <= 0 else df.head(limit)
-    for _, r in shown.iterrows():
-        t.add_row(*(_fmt(c, r[c]) for c in cols))
-    con = Console()
-    if not con.is_terminal:  # files and pipes get the whole table
-        con = Console(width=200)
+    for c in fit:
+        if c in text:
+            t.add_column(escape(_header(c)), overflow="fold")
+        else:
+            t.add_column(escape(_header(c)), justify="right", no_wrap=True)
+    for i in range(len(shown_rows)):
+        t.add_row(*(cells[c][i] for c in fit))
     con.print(escape(f"{store}: {len(df)} points, {ok} ok, {len(df) - ok} failed"), soft_wrap=True)
     con.print(t)
-    if len(shown) < len(df):
-        con.print(f"... {len(df) - len(shown)} more rows (--limit 0 prints all)")
+    left = [c for c in cols if c not in fit]
+    if left:
+        con.print(escape(f"not shown ({con.width} columns wide): {', '.join(left)}; choose with --columns, "
+                         "or widen the terminal"))  # fmt: skip
+    if len(shown_rows) < len(df):
+        con.print(f"... {len(df) - len(shown_rows)} more rows (--limit 0 prints all)")
     bad = df[df["status"] != "ok"]
     for p, e in zip(bad["point"][:5], bad["error"][:5], strict=True):
         con.print(f"[red]point {p} failed[/]: {escape(str(e))}", soft_wrap=True)

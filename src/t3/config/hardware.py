@@ -10,18 +10,20 @@ Units are SI throughout: seconds, bytes, bytes/second, hertz.
 from __future__ import annotations
 
 import copy
-import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from t3.config.toml_file import parse_toml, read_toml
 from t3.errors import ConfigError
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    # strict: no coercion ("80" is not 80, "no" is not False, 80.0 is not 80; an int is a float);
+    # finite: inf / nan are refused wherever a number is expected
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Compute(_Strict):
@@ -76,7 +78,13 @@ class Compute(_Strict):
 
     @model_validator(mode="after")
     def _dtypes(self) -> Compute:
+        from t3.workload.sublayers import DTYPE_BYTES
+
         for k, v in self.matrix_flops_per_clk_per_cu.items():
+            if k not in DTYPE_BYTES:
+                raise ValueError(
+                    f"matrix_flops_per_clk_per_cu.{k}: unknown dtype (known: {', '.join(DTYPE_BYTES)})"
+                )
             if v <= 0:
                 raise ValueError(f"matrix_flops_per_clk_per_cu.{k}: must be > 0")
         for k, v in (self.gemm_clock_hz or {}).items():
@@ -294,6 +302,8 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], what: str) 
     """Apply dotted-path overrides to a nested dict; unknown paths are errors naming the path."""
     out = copy.deepcopy(data)
     for path, value in overrides.items():
+        if not isinstance(path, str):
+            raise ConfigError(f"{what}: override path must be a string, got {describe_value(path)}")
         node = out
         parts = path.split(".")
         for p in parts[:-1]:
@@ -306,14 +316,37 @@ def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], what: str) 
     return out
 
 
-def _format_validation_error(err: ValidationError, origin: str) -> str:
+_TYPE_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+               dict: "a table", type(None): "nothing"}  # fmt: skip
+
+
+def describe_value(v: Any) -> str:
+    """``'80' (a string)``: a value and its type, for messages about wrongly typed input."""
+    kind = _TYPE_NAMES.get(type(v), type(v).__name__)
+    text = repr(v)
+    return f"{text[:40]}{'...' if len(text) > 40 else ''} ({kind})"
+
+
+def format_validation_error(err: ValidationError, origin: str) -> str:
+    """One line naming the first offending field (``origin: link.bandwidth_Bps: must be a finite
+    number, got inf (a number)``); shared by every pydantic-validated input (hardware, models)."""
     e = err.errors()[0]
     loc = ".".join(str(p) for p in e["loc"])
     msg = e["msg"]
-    if e["type"] == "extra_forbidden":
+    kind = e["type"]
+    if kind == "extra_forbidden":
         msg = "unknown field"
-    elif e["type"] == "missing":
+    elif kind == "missing":
         msg = "missing field"
+    elif kind == "finite_number":
+        msg = f"must be a finite number, got {describe_value(e['input'])}"
+    elif kind == "value_error":
+        msg = str(e["ctx"]["error"]) if "ctx" in e else msg.removeprefix("Value error, ")
+        head, sep, rest = msg.partition(": ")
+        if sep and " " not in head:  # the validator named a sub-field: fold it into the location
+            loc, msg = (f"{loc}.{head}" if loc else head), rest
+    elif kind.endswith("_type") or kind.endswith("_parsing") or kind in ("literal_error", "enum"):
+        msg = f"{msg}, got {describe_value(e['input'])}"
     extra = f" (+{len(err.errors()) - 1} more)" if len(err.errors()) > 1 else ""
     return f"{origin}: {loc}: {msg}{extra}" if loc else f"{origin}: {msg}{extra}"
 
@@ -322,7 +355,7 @@ def hardware_from_dict(data: dict[str, Any], origin: str) -> Hardware:
     try:
         return Hardware.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(_format_validation_error(err, f"hardware '{origin}'")) from None
+        raise ConfigError(format_validation_error(err, f"hardware '{origin}'")) from None
 
 
 def preset_names() -> list[str]:
@@ -330,27 +363,26 @@ def preset_names() -> list[str]:
     return sorted(p.name[:-5] for p in files.iterdir() if p.name.endswith(".toml"))
 
 
-def _read_toml(text: str, origin: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"hardware '{origin}': not valid TOML: {err}") from None
-
-
 def load_hardware(name_or_path: str | Path, overrides: dict[str, Any] | None = None) -> Hardware:
     """Load a preset by name (``paper-80cu``) or a user TOML file by path, then apply overrides."""
+    if not isinstance(name_or_path, str | Path):
+        raise ConfigError(
+            f"hardware: expected a preset name or a TOML file, got {describe_value(name_or_path)}"
+        )
+    if overrides is not None and not isinstance(overrides, dict):
+        raise ConfigError(
+            f"hardware overrides: expected a table of dotted paths, got {describe_value(overrides)}"
+        )
     s = str(name_or_path)
     path = Path(s)
     if s.endswith(".toml") or path.exists():
-        if not path.is_file():
-            raise ConfigError(f"hardware: file '{s}' not found")
-        data = _read_toml(path.read_text(), s)
+        data = read_toml(path, "hardware")
         data.setdefault("name", path.stem)
     else:
         if s not in preset_names():
             raise ConfigError(f"hardware: unknown preset '{s}' (available: {', '.join(preset_names())})")
         text = resources.files("t3.config").joinpath("presets", f"{s}.toml").read_text()
-        data = _read_toml(text, s)
+        data = parse_toml(text, f"hardware '{s}'")
     hw = hardware_from_dict(data, s)
     if overrides:
         hw = hw.with_overrides(overrides)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from rich.console import Console
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -28,10 +29,13 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 8))
 
 
-def progress_bar(disable: bool = False) -> Progress:
+def progress_bar(disable: bool = False, transient: bool = False) -> Progress:
+    """The progress bar of every long command: on stderr (so stdout and JSON output stay clean, and the
+    bar shows when stdout is redirected), items done, elapsed time, ETA."""
     return Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("ETA"), TimeRemainingColumn(), disable=disable, transient=False,
+        TextColumn("ETA"), TimeRemainingColumn(), console=Console(stderr=True), disable=disable,
+        transient=transient,
     )  # fmt: skip
 
 

@@ -57,15 +57,28 @@ def render(doc: dict[str, Any], figures: list[str]) -> str:
       + f". Main set: {doc['definitions']['main_set']}; large set: {doc['definitions']['large_set']}.")  # fmt: skip
     a(f"Speedup = {doc['definitions']['speedup']}; geomean = {doc['definitions']['geomean_speedup']}.")
     a("")
+    pv = doc.get("provenance")
+    if pv:
+        a(f"Produced by `{pv['command']}` with t3 {pv['t3_version']}"
+          + (f" (git {pv['git_commit']})" if pv["git_commit"] else "")
+          + f"; hardware content hash (sha256 of the resolved hardware) `{pv['hardware_sha256']}`.")  # fmt: skip
+        a("")
     if missing:
         a(f"> **WARNING: configurations not registered in this build: {', '.join(missing)}.** Every number "
           "that needs them is `n/a` below; none is estimated or filled in.")  # fmt: skip
         a("")
     if doc.get("errors"):
-        a(f"> **WARNING: {len(doc['errors'])} simulation(s) failed; their configuration is left out of every "
-          "summary of that set (no partial geomeans).**")  # fmt: skip
+        a(f"> **WARNING: {len(doc['errors'])} simulation(s) failed (`--keep-going`); their configuration is "
+          "left out of every summary of that set (no partial geomeans).**")  # fmt: skip
         for e in doc["errors"][:20]:
-            a(f"> - {e['model']} TP {e['tp']} {e['sublayer']} {e['config']}: {e['error']}")
+            a(f"> - {e['point']}: {e['error']}")
+        if len(doc["errors"]) > 20:
+            a(f"> - ... and {len(doc['errors']) - 20} more (`errors` in the JSON)")
+        a("")
+    if doc.get("infeasible"):
+        a(f"{len(doc['infeasible'])} point(s) of the sensitivity sweeps cannot run, as expected: the value "
+          "swept is too small for the schedule (they are marked *infeasible* in the sensitivity tables; "
+          "`infeasible` in the JSON lists each with its reason).")  # fmt: skip
         a("")
     a("## Paper vs this reproduction")
     a("")
@@ -206,8 +219,12 @@ def render(doc: dict[str, Any], figures: list[str]) -> str:
             cells = []
             for x in cols:
                 cell = r.get(x, {})
-                if cell.get("error"):
-                    notes.append(f"{sw['name']} = {r['value']:g}, {x}: {cell['error']}")
+                if cell.get("infeasible"):
+                    notes.append(f"{sw['name']} = {r['value']:g}, {x}: infeasible, as expected "
+                                 f"({cell.get('points_not_run', 1)} points): {cell['infeasible']}")  # fmt: skip
+                    cells.append(f"infeasible [{len(notes)}]")
+                elif cell.get("error"):
+                    notes.append(f"{sw['name']} = {r['value']:g}, {x}: failed: {cell['error']}")
                     cells.append(f"fails [{len(notes)}]")
                 else:
                     cells.append(pct(cell.get("geomean_speedup")))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from t3.config.hardware import load_hardware
+from t3.errors import PointsFailed
 from t3.experiments.parallel import pmap
 from t3.ficco.characterise import characterise, dma_efficiency
 from t3.ficco.learned import learned_summary, select_learned
@@ -38,6 +39,7 @@ from t3.ficco.select import (
 )
 from t3.ficco.space import FiccoOperator
 from t3.ficco.trainset import FRESH2_OPERATORS, FRESH3_OPERATORS, FRESH_OPERATORS
+from t3.provenance import provenance
 
 TOL = 0.02
 
@@ -49,6 +51,16 @@ def run_case(case: Case) -> dict[str, Any]:
     j.update(case=case.key, index=case.index, subset=case.subset, features=features(case.fop, hw))
     j["times"] = {r["name"]: r["time_s"] for r in j["schedules"]}
     return j
+
+
+def try_case(case: Case) -> dict[str, Any]:
+    """:func:`run_case`, or ``{"case", "error": "Type: message"}`` if it raised (reported by reproduce)."""
+    try:
+        return run_case(case)
+    except Exception as err:  # noqa: BLE001 - any failure of one case is named by reproduce()
+        msg = " ".join(str(err).split())
+        return {"case": case.key, "operator": case.fop.describe(), "hardware": case.hardware,
+                "subset": case.subset, "error": f"{type(err).__name__}: {msg}" if msg else type(err).__name__}  # fmt: skip
 
 
 def _geomean(xs: list[float]) -> float:
@@ -114,11 +126,27 @@ def evaluate(rows: list[dict], rules: Rules | str | None) -> dict[str, Any]:
 
 
 def reproduce(
-    out_dir: Path, *, workers: int | None = None, limit: int | None = None, progress: bool = True
-) -> dict:
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir: Path, *, workers: int | None = None, limit: int | None = None, progress: bool = True,
+    keep_going: bool = False,
+) -> dict:  # fmt: skip
+    """Explore every case, fit and evaluate the selectors, write ``ficco.json``, figures and
+    ``report.md`` into ``out_dir``. A case that fails raises :class:`PointsFailed` naming it (after
+    every case ran; nothing is written), unless ``keep_going``: then it is listed under ``errors`` in
+    the JSON and the report and left out of every evaluation."""
     cs = all_cases(limit)
-    rows = pmap(run_case, cs, workers=workers, desc="ficco cases", progress=progress)
+    done = pmap(try_case, cs, workers=workers, desc="t3 reproduce ficco: cases", progress=progress)
+    errors = [r for r in done if "error" in r]
+    if errors and not keep_going:
+        e = errors[0]
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise PointsFailed(
+            f"{len(errors)} case(s) failed: case {e['case']} ({e['operator']}): {e['error']}{more}; "
+            "--keep-going writes the report with them listed and left out"
+        )
+    rows = [r for r in done if "error" not in r]
+    if not rows:
+        raise PointsFailed(f"every one of the {len(cs)} cases failed: {errors[0]['error']}")
+    out_dir.mkdir(parents=True, exist_ok=True)
     design = [r for r in rows if r["subset"] == "design"]
     fitted, design_acc = fit(design, TOL)
     cv = cross_validate(design, 4, TOL)
@@ -129,6 +157,8 @@ def reproduce(
     char = {h: characterise(load_hardware(h)) for h in ("mi300x-8", "h100-8")}
     dma = {h: dma_efficiency(load_hardware(h)) for h in ("mi300x-8", "h100-8")}
     result = {
+        "provenance": provenance({h: load_hardware(h) for h in sorted({c.hardware for c in cs})}),
+        "errors": errors,
         "tolerance_pct": 100 * TOL,
         "rules_fitted": rules_dict(fitted),
         "rules_shipped": rules_dict(SHIPPED),
@@ -259,7 +289,16 @@ def _us(s: float | None) -> str:
 
 def report(res: dict, rows: list[dict], figs: list[str]) -> str:
     ev = res["evaluation"]
-    L = ["# FiCCO reproduction", "", "Produced by `python3 -m t3 reproduce ficco`.", ""]
+    pv = res["provenance"]
+    L = ["# FiCCO reproduction", "",
+         f"Produced by `python3 -m t3 reproduce ficco` (this run: `{pv['command']}`, t3 {pv['t3_version']}"
+         + (f", git {pv['git_commit']}" if pv["git_commit"] else "") + "); hardware content hashes (sha256): "
+         + ", ".join(f"{h} `{x}`" for h, x in pv["hardware_sha256"].items()) + ".", ""]  # fmt: skip
+    if res["errors"]:
+        L += [f"> **WARNING: {len(res['errors'])} case(s) failed and are left out of every evaluation "
+              "(`--keep-going`):**"]  # fmt: skip
+        L += [f"> - case {e['case']} ({e['operator']}, {e['subset']}): {e['error']}" for e in res["errors"]]
+        L.append("")
     L.append(f"Cases: {ev['all']['cases']} ({ev['design']['cases']} design, {ev['unseen']['cases']} unseen, "
              f"{ev['fresh']['cases']} fresh blind, {ev['fresh2']['cases']} second fresh blind, "
              f"{ev['fresh3']['cases']} third fresh blind); "
@@ -311,7 +350,12 @@ def report(res: dict, rows: list[dict], figs: list[str]) -> str:
         L.append(f"| {c['case']} | {c['subset']} | {c['label']} | {c['hardware']} | {_us(r['bulk_s'])} | "
                  f"`{c['best']}` | {_us(c['best_s'])} | `{c['pick']}` | {_us(c['pick_s'])} | "
                  f"{ok} |")  # fmt: skip
+    from t3.ficco.losses import NEGATIVE_LOSS
+
     L += ["", "## Losses of the best schedule per case", "",
+          "Decomposition loss: the pieces' GEMM time alone minus the whole GEMM's, plus the extra launch and "
+          "command overheads on the communication's critical path; contention loss: the schedule's time minus "
+          f"the same schedule with nothing shared (docs/ficco.md). Note: {NEGATIVE_LOSS}.", "",
           "| case | best | time | decomposition | contention | ideal-overlap bound |", "|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         b = next(s for s in r["schedules"] if s["name"] == r["best"])
@@ -333,4 +377,4 @@ def report(res: dict, rows: list[dict], figs: list[str]) -> str:
     return "\n".join(L)
 
 
-__all__ = ["reproduce", "run_case", "evaluate", "rule_pick"]
+__all__ = ["reproduce", "run_case", "try_case", "evaluate", "rule_pick"]

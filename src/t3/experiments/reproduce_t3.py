@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from t3.config.hardware import load_hardware
-from t3.errors import ConfigError, ScheduleError
+from t3.errors import ConfigError, PointsFailed, T3Error
 from t3.experiments import endtoend
 from t3.schedules import CONFIGS
 from t3.sim.schedule import DRAM_CATEGORIES
@@ -50,6 +50,9 @@ class Sweep:
     affects_baselines: bool = True  # False: sequential/ideal are unchanged (T3-only knobs)
     configs: tuple[str, ...] = COMPARED
     also: tuple[str, ...] = ()  # (relative sweeps) fields scaled by the same factor
+    # a value of this field too small for a schedule is an expected outcome, not a failure: a point
+    # whose ScheduleError names the field is reported as infeasible, with its reason
+    infeasible: str = ""
 
 
 def _mca_sweep() -> Sweep:
@@ -92,6 +95,7 @@ DEFAULT_SWEEPS = (
         (32, 64, 128, 256, 512, 1024),
         affects_baselines=False,
         configs=("t3", "t3-mca"),
+        infeasible="tracker.entries",  # fewer entries than the tiles of one wave: T3 cannot run
     ),  # fmt: skip
     _mca_sweep(),
     Sweep("tokens", "tokens (batch x sequence)", "tokens", (2048, 4096, 8192, 16384)),
@@ -253,16 +257,14 @@ def unique_tasks(studies: dict[str, list[dict]]) -> list[dict]:
 
 # ---- workers (module level: picklable) ------------------------------------------------------
 def execute(task: dict) -> dict:
-    """Run one task. A configuration that rejects its input (a ``T3Error``, e.g. a tracker too small
-    for one wave) or cannot progress returns ``{"error": message}``: the summary reports it, never
-    a number."""
-    from t3.errors import T3Error
-    from t3.sim.engine import DeadlockError
-
+    """Run one task. Any failure (a configuration that rejects its input, e.g. a tracker too small for
+    one wave, a schedule that cannot progress, a bug) returns ``{"error": "Type: message"}`` (one
+    line, as the sweep runner records it): the reproduction reports it, never a number."""
     try:
         return _execute(task)
-    except (T3Error, DeadlockError) as err:
-        return {"error": f"{type(err).__name__}: {err}"}
+    except Exception as err:  # noqa: BLE001 - recorded and reported by reproduce()
+        msg = " ".join(str(err).split())
+        return {"error": f"{type(err).__name__}: {msg}" if msg else type(err).__name__}
 
 
 def _execute(task: dict) -> dict:
@@ -342,9 +344,10 @@ def hbm_timeline(point: dict, bins: int) -> dict:
 def execute_all(
     tasks: list[dict], *, workers: int | None = None, progress: bool = True,
     runner: Callable[..., list] | None = None, executor: str = "local", scheduler: str | None = None,
-    store: str | Path | None = None,
+    store: str | Path | None = None, label: Callable[[dict, str], str] | None = None,
 ) -> dict[str, dict]:  # fmt: skip
-    """Run every task; results by task id.
+    """Run every task; results by task id (``{"error": "Type: message"}`` for a task that failed;
+    ``label(task, error)`` names such outcomes on the progress bar, default "failed").
 
     Simulation points (``kind == "run"``) go through the sweep runner (:mod:`t3.experiments.sweep`):
     local process pool or Dask (``executor``/``scheduler``), and with ``store`` a resumable Parquet
@@ -363,14 +366,15 @@ def execute_all(
     rest = [t for t in tasks if t["kind"] != "run"]
     results: dict[str, dict] = {}
     if runs:
-        sweep = as_sweep([t["point"] for t in runs], name="t3 reproduce t3")
+        # the size guard ran on every task already (check_size)
+        sweep = as_sweep([t["point"] for t in runs], name="t3 reproduce t3", force=True)
         df, _ = run_sweep_points(
             sweep, executor=executor, workers=workers, scheduler=scheduler, store=store, progress=progress,
             description="t3 reproduce t3: points",
+            classify=(lambda i, err: label(runs[i], err)) if label else None,
         )  # fmt: skip
-        by_key = dict(
-            zip(df["key"], zip(df["status"], df["error"], df[RECORD_COLUMN], strict=True), strict=True)
-        )
+        recs = df[RECORD_COLUMN] if RECORD_COLUMN in df else [None] * len(df)
+        by_key = dict(zip(df["key"], zip(df["status"], df["error"], recs, strict=True), strict=True))
         for t, k in zip(runs, sweep.keys, strict=True):
             status, error, rec = by_key[k]
             if status != "ok":
@@ -396,6 +400,60 @@ def _stats(xs: Sequence[float]) -> dict[str, float | None]:
     return {"geomean_speedup": geomean_speedup(xs), "max_speedup": max(xs)}
 
 
+def is_infeasible(error: str, field: str) -> bool:
+    """Whether ``error`` (``Type: message``) is the expected ScheduleError of a too small ``field``."""
+    return bool(field) and error.startswith(f"ScheduleError: {field}:")
+
+
+def expected_infeasible(plan: Plan, studies: dict[str, list[dict]]) -> dict[str, str]:
+    """Task id -> the field whose too small value may make it infeasible (tasks that only belong to a
+    sweep of that field; a task also needed elsewhere is expected to run)."""
+    fields = {f"sweep:{sw.name}": sw.infeasible for sw in plan.sweeps}
+    out: dict[str, str] = {}
+    needed: set[str] = set()
+    for name, lst in studies.items():
+        f = fields.get(name, "")
+        for t in lst:
+            if f:
+                out[task_id(t)] = f
+            else:
+                needed.add(task_id(t))
+    return {k: v for k, v in out.items() if k not in needed}
+
+
+def describe_task(t: dict) -> str:
+    """A task in words, for messages: ``mega-gpt-2 TP 8 fc2 t3 (tracker.entries=32)``."""
+    if t["kind"] == "gemm":
+        return f"GEMM alone {t['model']} TP {t['tp']} {t['name']} ({t['m']}x{t['n']}x{t['k']})"
+    p = t["point"]
+    extra = dict(p.get("hw_overrides") or {})
+    if p.get("tokens") is not None:
+        extra["tokens"] = p["tokens"]
+    extra.update({f"options.{k}": v for k, v in (p.get("options") or {}).items()})
+    what = f"{p['model']} TP {p['tp']} {p['sublayer']} {p['config']}"
+    what += f" ({', '.join(f'{k}={v}' for k, v in extra.items())})" if extra else ""
+    return what + (" timeline" if t["kind"] == "trace" else "")
+
+
+def classify_failures(
+    plan: Plan, studies: dict[str, list[dict]], results: dict[str, dict]
+) -> tuple[list[dict], list[dict]]:
+    """(failures, expected infeasible points), each ``{"point": words, "error": "Type: message"}``
+    (run points also carry model, tp, sublayer, config and overrides), in a fixed order."""
+    exp = expected_infeasible(plan, studies)
+    failed, infeasible = [], []
+    for t in sorted(unique_tasks(studies), key=task_id):
+        err = results[task_id(t)].get("error")
+        if not err:
+            continue
+        row: dict[str, Any] = {"point": describe_task(t), "error": err}
+        if "point" in t:
+            p = t["point"]
+            row.update({k: p[k] for k in ("model", "tp", "sublayer", "config")}, overrides=p["hw_overrides"])
+        (infeasible if is_infeasible(err, exp.get(task_id(t), "")) else failed).append(row)
+    return failed, infeasible
+
+
 def _errors(study: list[dict], results: dict[str, dict]) -> list[dict]:
     return [
         {k: t["point"][k] for k in ("model", "tp", "sublayer", "config")}
@@ -411,8 +469,9 @@ def _point_records(plan: Plan, study: list[dict], results: dict[str, dict]) -> l
     bad = {t["point"]["config"] for t in study if "error" in results[task_id(t)]}
     if "sequential" in bad:
         e = next(x for x in _errors(study, results) if x["config"] == "sequential")
-        raise ScheduleError(
-            f"sequential: baseline failed at {e['model']} TP {e['tp']} {e['sublayer']}: {e['error']}"
+        raise PointsFailed(
+            f"sequential: baseline failed at {e['model']} TP {e['tp']} {e['sublayer']}: {e['error']} "
+            "(every speedup is over it: nothing to report)"
         )
     recs = [dict(t["point"], **results[task_id(t)]) for t in study if t["point"]["config"] not in bad]
     seq = {(r["model"], r["tp"], r["sublayer"]): r["time_s"] for r in recs if r["config"] == "sequential"}
@@ -455,10 +514,13 @@ def concurrent_summary(plan: Plan, studies, results, points: list[dict]) -> dict
     for t in studies["concurrent"]:
         p = t["point"]
         k = (p["model"], p["tp"], p["sublayer"])
-        ratios.setdefault(f"comm_{p['options']['comm_cus']}cu", []).append(
-            seq[k]["time_s"] / results[task_id(t)]["time_s"]
-        )
+        res = results[task_id(t)]
+        if "error" in res:  # listed in the document's errors (--keep-going)
+            continue
+        ratios.setdefault(f"comm_{p['options']['comm_cus']}cu", []).append(seq[k]["time_s"] / res["time_s"])
     for k, s in seq.items():
+        if k not in ideal:
+            continue
         b = ideal[k]["breakdown_s"]  # isolated GEMM / RS / AG times
         ratios["ideal"].append(s["time_s"] / max(b["gemm"], b["reduce_scatter"] + b["all_gather"]))
     out: dict[str, Any] = {}
@@ -470,9 +532,14 @@ def concurrent_summary(plan: Plan, studies, results, points: list[dict]) -> dict
 
 def end_to_end(plan: Plan, studies, results, points: list[dict], have: list[str]) -> dict[str, Any]:
     gemm: dict[tuple, float] = {}
+    failed: set[tuple] = set()  # (model, TP) with a failed GEMM-alone task: no projection (--keep-going)
     for t in studies["gemm"]:
         k = (t["model"], t["tp"])
-        gemm.setdefault(k, {})[t["name"]] = results[task_id(t)]["time_s"]
+        res = results[task_id(t)]
+        if "error" in res:
+            failed.add(k)
+        else:
+            gemm.setdefault(k, {})[t["name"]] = res["time_s"]
     seq = _by(points, "sequential")
     out: dict[str, Any] = {"assumptions": {"attention_share": endtoend.ATTENTION_SHARE,
                                            "attention_share_range": list(endtoend.ATTENTION_SHARE_RANGE)},
@@ -481,7 +548,7 @@ def end_to_end(plan: Plan, studies, results, points: list[dict], have: list[str]
         pts = _by(points, cfg)
         agg: dict[str, list[float]] = {}
         for m in plan.models:
-            for tp in plan.tps:
+            for tp in [tp for tp in plan.tps if (m, tp) not in failed]:
                 for phase, sls in endtoend.PHASE_SUBLAYERS.items():
                     sls = [s for s in sls if s in plan.sublayers]
                     if not sls:
@@ -556,7 +623,9 @@ def sensitivity(plan: Plan, studies, results, have: list[str]) -> list[dict]:
                             sp.append(t_seq["time_s"] / t_c["time_s"] - 1.0)
                 row[key(c)] = _stats([] if errs else sp)
                 if errs:
-                    row[key(c)]["error"] = errs[0]
+                    expected = sw.infeasible and all(is_infeasible(e, sw.infeasible) for e in errs)
+                    row[key(c)]["infeasible" if expected else "error"] = errs[0]
+                    row[key(c)]["points_not_run"] = len(errs)
             rows.append(row)
         out.append({"name": sw.name, "label": sw.label, "field": sw.field, "relative": sw.relative,
                     "configs": [key(c) for c in sw.configs], "missing": [c for c in sw.configs if c not in have],
@@ -597,7 +666,7 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
     have, missing = available(plan.configs)
     points = _point_records(plan, studies["main"], results)
     large = _point_records(plan, studies["large"], results) if studies["large"] else []
-    errors = _errors(studies["main"] + studies["large"] + studies["timeline"], results)
+    errors, infeasible = classify_failures(plan, studies, results)
     summary: dict[str, Any] = {}
     for c in COMPARED:
         summary[key(c)] = _stats([p["speedup"] for p in points if p["config"] == c])
@@ -617,6 +686,7 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
         "hw_overrides": dict(plan.hw_overrides),
         "configs": {"registered": have, "missing": missing},
         "errors": errors,
+        "infeasible": infeasible,
         "definitions": {
             "speedup": "T_sequential / T_config - 1 (fraction; 0.30 = 30%)",
             "geomean_speedup": "geomean(1 + speedup) - 1 over the set",
@@ -639,16 +709,64 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
     }
 
 
+def check_size(plan: Plan, tasks: list[dict], force: bool = False) -> None:
+    """The size guard (:mod:`t3.size`) for every task and for their sum, before anything runs."""
+    from t3 import size
+
+    total = 0.0
+    hws: dict[str, Any] = {}
+
+    def hardware(name: str, ov: dict | None) -> Any:
+        k = json.dumps([name, ov or {}], sort_keys=True)
+        if k not in hws:
+            hws[k] = load_hardware(name, ov or None)
+        return hws[k]
+
+    for t in tasks:
+        if t["kind"] == "gemm":
+            hw = hardware(t["hardware"], t.get("hw_overrides"))
+            w = size.Work(3.0 * size.gemm_waves(t["m"], t["n"], hw) + 8, describe_task(t))
+        else:
+            p = t["point"]
+            hw = hardware(p["hardware"], p["hw_overrides"])
+            op = sublayer_operator(get_model(p["model"]), p["sublayer"], p["tp"], p["tokens"])
+            w = size.run_work(op, hw, p["config"])
+        try:
+            size.check(w, force=force)
+        except T3Error as err:
+            raise type(err)(f"{describe_task(t)}: {err}") from None
+        total += w.ops
+    size.check(size.Work(total, f"{len(tasks)} tasks"), force=force, limit=size.LIMIT_TOTAL_OPS)
+
+
 def reproduce(
     plan: Plan | None = None, *, workers: int | None = None, progress: bool = True,
-    runner: Callable[..., list] | None = None, **sweep_kw: Any,
+    runner: Callable[..., list] | None = None, keep_going: bool = False, force: bool = False,
+    **sweep_kw: Any,
 ) -> dict[str, Any]:  # fmt: skip
     """Validate, build every task, run them with one call, summarise. Returns the JSON document.
-    ``sweep_kw`` (``executor``, ``scheduler``, ``store``) go to :func:`execute_all`."""
+    ``sweep_kw`` (``executor``, ``scheduler``, ``store``) go to :func:`execute_all`.
+
+    A point that fails raises :class:`PointsFailed` naming it (after every point ran), unless
+    ``keep_going``: then the document lists it under ``errors`` and leaves its configuration out of
+    the summaries of its set. Points a sweep expects to be infeasible (:attr:`Sweep.infeasible`) are
+    listed under ``infeasible`` with their reason, never as failures. ``force`` skips the size guard."""
     plan = plan or Plan()
     plan.validate()
     studies = build_tasks(plan)
-    results = execute_all(
-        unique_tasks(studies), workers=workers, progress=progress, runner=runner, **sweep_kw
-    )
+    tasks = unique_tasks(studies)
+    check_size(plan, tasks, force)
+    exp = expected_infeasible(plan, studies)
+
+    def label(t: dict, error: str) -> str:
+        return "infeasible (expected)" if is_infeasible(error, exp.get(task_id(t), "")) else "failed"
+
+    results = execute_all(tasks, workers=workers, progress=progress, runner=runner, label=label, **sweep_kw)
+    failed, _ = classify_failures(plan, studies, results)
+    if failed and not keep_going:
+        more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+        raise PointsFailed(
+            f"{len(failed)} simulation point(s) failed: {failed[0]['point']}: {failed[0]['error']}{more}; "
+            "--keep-going writes the report with them listed and left out of the summaries"
+        )
     return summarize(plan, studies, results)

@@ -26,6 +26,7 @@ hottest expert GPU (GPU 0).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from t3.config.hardware import Hardware
@@ -35,6 +36,13 @@ from t3.sim.engine import Engine
 from t3.workload.sublayers import GemmShape
 
 ZERO_OVERHEADS = {"dma.command_overhead_s": 0.0, "compute.kernel_launch_s": 0.0}
+# printed wherever losses are shown (t3 ficco explore, the reproduction's report)
+NEGATIVE_LOSS = (
+    "a loss is a difference of simulated times and can be negative: decomposition when the pieces cost "
+    "less than the whole (column pieces re-read B fewer times under the L2 reuse model, or fewer launches "
+    "and DMA commands than bulk on the communication's critical path); contention, rarely, when GEMM "
+    "kernels run side by side and slowing one lets another piece take the CUs first (docs/ficco.md)"
+)
 
 
 @dataclass
@@ -172,13 +180,21 @@ class LossModel:
         return Evaluation(ax.name, ax, t, ti, dg, dc)
 
 
-def explore(fop: FiccoOperator, hw: Hardware, schedules: list[Axes] | None = None) -> Exploration:
-    """Every legal schedule of ``fop`` on ``hw`` (or the given ones), simulated with its losses."""
+def explore(
+    fop: FiccoOperator, hw: Hardware, schedules: list[Axes] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Exploration:  # fmt: skip
+    """Every legal schedule of ``fop`` on ``hw`` (or the given ones), simulated with its losses;
+    ``progress(done, total)`` is called after each schedule."""
     check_fits(fop, hw)
     legal, skipped = enumerate_space(fop, hw)
     if schedules is not None:
         legal = schedules
     lm = LossModel(fop, hw)
-    evs = [lm.evaluate(ax) for ax in legal]
+    evs = []
+    for ax in legal:
+        evs.append(lm.evaluate(ax))
+        if progress is not None:
+            progress(len(evs), len(legal))
     comm_alone = min(lm.comm_s(Axes("bulk", 1, "M", ex)) for ex in ("cu", "dma"))
     return Exploration(fop, hw.name, evs, skipped, lm.whole_gemm_s(), comm_alone)

@@ -7,6 +7,7 @@ isolated runs. Every configuration is registered in :data:`CONFIGS` under its st
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,8 +19,16 @@ from t3.sim.schedule import DRAM_CATEGORIES, Schedule, ScheduleBuilder
 from t3.workload.sublayers import Operator
 
 
+def _kind(v: Any) -> str:
+    return f"{v!r} ({type(v).__name__})"
+
+
 @dataclass(frozen=True)
 class RunOptions:
+    """How to simulate; checked on construction (a wrongly typed or out-of-range field raises
+    :class:`ConfigError` naming ``options.<field>``; nothing is coerced). ``params`` are checked
+    against the configuration's declared parameters by :meth:`ConfigSpec.check`."""
+
     symmetric: bool = True  # simulate one GPU + mirrored neighbours (exact for symmetric schedules)
     trace: bool = False  # keep per-resource usage over time (timelines, HBM counters)
     comm_cus: int = 16  # CUs given to the communication kernel in the `concurrent` configuration
@@ -28,8 +37,39 @@ class RunOptions:
     functional: bool = False  # carry real values through the schedule and check them
     params: dict[str, Any] = field(default_factory=dict)  # configuration-specific parameters
 
+    def __post_init__(self) -> None:
+        for name in ("symmetric", "trace", "functional"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"options.{name}: expected true or false, got {_kind(getattr(self, name))}")
+        for name, none_ok in (("comm_cus", False), ("seed", True)):
+            v = getattr(self, name)
+            if not (isinstance(v, int) and not isinstance(v, bool)) and not (none_ok and v is None):
+                raise ConfigError(f"options.{name}: expected an integer, got {_kind(v)}")
+        if self.comm_cus < 1:
+            raise ConfigError(f"options.comm_cus: must be >= 1, got {self.comm_cus}")
+        j = self.jitter
+        if not isinstance(j, int | float) or isinstance(j, bool):
+            raise ConfigError(f"options.jitter: expected a number, got {_kind(j)}")
+        if not math.isfinite(j) or j < 0:
+            raise ConfigError(f"options.jitter: must be a finite number >= 0, got {j}")
+        if not isinstance(self.params, dict) or not all(isinstance(k, str) for k in self.params):
+            raise ConfigError(
+                f"options.params: expected a table of named parameters, got {_kind(self.params)}"
+            )
+
     def engine(self) -> Engine:
         return Engine(trace=self.trace, seed=self.seed, jitter=self.jitter)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A configuration-specific parameter (``RunOptions.params[name]``): accepted types, allowed
+    values, and the boolean ``RunOptions`` field it needs (it means nothing otherwise)."""
+
+    types: tuple[type, ...]
+    description: str
+    choices: tuple[Any, ...] | None = None
+    needs: str | None = None
 
 
 @dataclass
@@ -54,22 +94,42 @@ class ConfigSpec:
     name: str
     description: str
     run: Callable[[Operator, Hardware, RunOptions], Outcome]
+    params: dict[str, Param] = field(default_factory=dict)
+
+    def check(self, opts: RunOptions) -> None:
+        """Reject parameters this configuration does not take, wrongly typed or out of its choices."""
+        for k, v in opts.params.items():
+            p = self.params.get(k)
+            if p is None:
+                takes = ", ".join(self.params) or "none"
+                raise ConfigError(
+                    f"options.params.{k}: unknown parameter of configuration '{self.name}' (it takes: {takes})"
+                )
+            ok = any(v is None if t is type(None) else isinstance(v, t) and not (isinstance(v, bool) and t is not bool)
+                     for t in p.types)  # fmt: skip
+            if not ok:
+                want = " or ".join("null" if t is type(None) else t.__name__ for t in p.types)
+                raise ConfigError(f"options.params.{k}: expected {want}, got {_kind(v)}")
+            if p.choices is not None and v not in p.choices:
+                raise ConfigError(f"options.params.{k}: must be one of {list(p.choices)}, got {v!r}")
+            if p.needs and not getattr(opts, p.needs):
+                raise ConfigError(f"options.params.{k}: only used with options.{p.needs} = true")
 
 
 CONFIGS: dict[str, ConfigSpec] = {}
 
 
-def register(name: str, description: str):
+def register(name: str, description: str, params: dict[str, Param] | None = None):
     def deco(fn: Callable[[Operator, Hardware, RunOptions], Outcome]):
-        CONFIGS[name] = ConfigSpec(name, description, fn)
+        CONFIGS[name] = ConfigSpec(name, description, fn, dict(params or {}))
         return fn
 
     return deco
 
 
 def get_config(name: str) -> ConfigSpec:
-    if name not in CONFIGS:
-        raise ConfigError(f"config: unknown configuration '{name}' (available: {', '.join(CONFIGS)})")
+    if not isinstance(name, str) or name not in CONFIGS:
+        raise ConfigError(f"config: unknown configuration {name!r} (available: {', '.join(CONFIGS)})")
     return CONFIGS[name]
 
 

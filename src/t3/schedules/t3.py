@@ -32,14 +32,14 @@ from typing import Any
 
 from t3.config.hardware import Hardware
 from t3.errors import ConfigError, ScheduleError
-from t3.functional import FunctionalRun
+from t3.functional import FAULTS, FunctionalRun
 from t3.hardware.address_map import AddressMap, direct_rs_maps, ring_rs_maps, stagger_order
 from t3.hardware.mca import McaPolicy, first_stage_intensity, mca_threshold
 from t3.hardware.nmc import nmc_reduce_scatter, require_nmc, update_work
 from t3.hardware.tracker import SEMAPHORE_KIND, TrackerModel
 from t3.ops.collectives import all_gather
 from t3.ops.gemm import GemmPlan, plan_gemm
-from t3.schedules.base import Outcome, RunOptions, register, summarize
+from t3.schedules.base import Outcome, Param, RunOptions, register, summarize
 from t3.schedules.baselines import ideal_overlap, sequential_schedule
 from t3.sim.engine import DeadlockError
 from t3.sim.schedule import Schedule, ScheduleBuilder, hbm_timing
@@ -321,9 +321,11 @@ class T3Builder:
         try:
             res = self.opts.engine().run(sched)
         except DeadlockError as err:
-            raise ConfigError(
-                f"tracker.entries: {self.tracker.entries} entries deadlock this schedule ({err})"
-            ) from None
+            if err.kind == "semaphore" and all(n.startswith(SEMAPHORE_KIND) for n in err.names):
+                raise ScheduleError(
+                    f"tracker.entries: {self.tracker.entries} entries deadlock this schedule ({err})"
+                ) from None
+            raise
         out = summarize(res)
         k = len(sched.gpus)
         extra: dict[str, Any] = {
@@ -353,15 +355,25 @@ class T3Builder:
         return out
 
 
+FUNCTIONAL_PARAMS = {
+    "functional_seed": Param((int,), "seed of the random operand values", needs="functional"),
+    "functional_fault": Param((str, type(None)), "inject a fault the check must catch", FAULTS, "functional"),
+}
+
+
 @register(
-    "t3", "T3: GEMM stores drive the RS (address map, tracker, DMA, NMC), default HBM arbitration; then AG"
+    "t3",
+    "T3: GEMM stores drive the RS (address map, tracker, DMA, NMC), default HBM arbitration; then AG",
+    FUNCTIONAL_PARAMS,
 )
 def run_t3(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
     return T3Builder("t3", op, hw, opts, mca=False).run()
 
 
 @register(
-    "t3-mca", "T3 with memory-controller arbitration (GEMM first, occupancy threshold, starvation bound)"
+    "t3-mca",
+    "T3 with memory-controller arbitration (GEMM first, occupancy threshold, starvation bound)",
+    FUNCTIONAL_PARAMS,
 )
 def run_t3_mca(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
     return T3Builder("t3-mca", op, hw, opts, mca=True).run()

@@ -26,6 +26,7 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
+from t3.errors import SimulationError
 from t3.sim.schedule import Op, Schedule
 
 _EPS = 1e-9  # an op whose remaining fraction of work is below this is finished
@@ -57,8 +58,71 @@ class Result:
         return 0.0 if s is None else s[1] - s[0]
 
 
-class DeadlockError(RuntimeError):
-    pass
+class DeadlockError(SimulationError):
+    """The schedule cannot finish. ``kind`` says why: ``"resource"`` (running ops get no share of
+    ``names``), ``"delay"`` (an op waits forever), ``"overflow"`` (the time left overflows: rates on
+    ``names`` too small for double precision), ``"semaphore"`` (ops wait forever for units of the
+    semaphores ``names``) or ``"dependency"`` (ops never became ready); the message names them."""
+
+    def __init__(self, message: str, kind: str = "", names: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.kind, self.names = kind, names
+
+
+def _op_names(ops: list[Op], ids) -> str:
+    ids = list(ids)
+    more = f" and {len(ids) - 5} more" if len(ids) > 5 else ""
+    return ", ".join(f"{ops[i].gpu}:{ops[i].key}" for i in ids[:5]) + more
+
+
+def _stall(now: float, active: list[int], heap: list, ops: list[Op], res, rate: list[float]) -> DeadlockError:
+    """The deadlock of a time step that cannot end: name the resources the stuck ops get no share of
+    (saturated, or held back by their policy), or the ops whose delay never ends."""
+    stuck = [i for i in active if rate[i] <= 0]
+    if not stuck:
+        ids = [i for t, _, i in heap if t == math.inf]
+        if ids:
+            return DeadlockError(
+                f"no progress possible at t={now:.3e}s: ops wait forever (infinite delay): {_op_names(ops, ids)}",
+                "delay", (),
+            )  # fmt: skip
+        names = tuple(sorted({res[r].name for i in active for r, _ in ops[i].demands}))
+        return DeadlockError(
+            f"no progress possible at t={now:.3e}s: the time left of the running ops is not finite (rates "
+            f"too small for double precision on {', '.join(names)}: an extreme hardware value?); "
+            f"ops: {_op_names(ops, active)}",
+            "overflow", names,
+        )  # fmt: skip
+    use: dict[int, float] = {}
+    for i in active:
+        for r, a in ops[i].demands:
+            use[r] = use.get(r, 0.0) + rate[i] * a
+    demanded = sorted({r for i in stuck for r, _ in ops[i].demands})
+    full = [r for r in demanded if use.get(r, 0.0) >= res[r].capacity * (1 - 1e-9)]
+    names = tuple(res[r].name for r in (full or demanded))
+    why = "saturated by other ops" if full else "held back by its arbitration policy"
+    return DeadlockError(
+        f"no progress possible at t={now:.3e}s: resource {', '.join(names)} gives the ops that need it "
+        f"no share ({why}); starved ops: {_op_names(ops, stuck)}",
+        "resource", names,
+    )  # fmt: skip
+
+
+def _unfinished(ops: list[Op], end: list[float], queues, sems, held: list[int]) -> DeadlockError:
+    """The deadlock of a run that ended with unfinished ops: the semaphores they wait for, or a cycle."""
+    waiting = [(s, list(q)) for s, q in enumerate(queues) if q]
+    if waiting:
+        names = tuple(sems[s].name for s, _ in waiting)
+        detail = "; ".join(
+            f"{sems[s].name} ({held[s]} of {sems[s].capacity} units held, never released; "
+            f"{len(q)} ops waiting: {_op_names(ops, q)})"
+            for s, q in waiting
+        )
+        return DeadlockError(f"ops wait forever for semaphore units: {detail}", "semaphore", names)
+    missing = [op.id for op in ops if math.isnan(end[op.id])]
+    return DeadlockError(
+        f"ops never became ready (dependency cycle?): {_op_names(ops, missing)}", "dependency", ()
+    )
 
 
 class Engine:
@@ -213,8 +277,7 @@ class Engine:
                 t_next = heap[0][0]
                 dt = t_next - now
             if dt == math.inf:
-                stuck = ", ".join(f"{ops[i].gpu}:{ops[i].key}" for i in active[:5])
-                raise DeadlockError(f"no progress possible at t={now:.3e}s (starved ops: {stuck})")
+                raise _stall(now, active, heap, ops, res, rate)
             if usage is not None and dt > 0:
                 snap: dict[tuple[int, str], float] = {}
                 for i in active:
@@ -253,11 +316,7 @@ class Engine:
             process()
             dirty = True
         if any(math.isnan(e) for e in end):
-            blocked = [f"{ops[i].gpu}:{ops[i].key}" for q in queues for i in q][:5]
-            if blocked:
-                raise DeadlockError(f"ops wait forever for semaphore units: {', '.join(blocked)}")
-            missing = [f"{op.gpu}:{op.key}" for op in ops if math.isnan(end[op.id])][:5]
-            raise DeadlockError(f"ops never became ready (dependency cycle?): {', '.join(missing)}")
+            raise _unfinished(ops, end, queues, sems, held)
         meta: dict = {}
         if ns:
             meta["semaphores"] = {

@@ -136,13 +136,17 @@ def _counters(res: Result, pid_of: dict[int, int]) -> list[dict[str, Any]]:
     return ev
 
 
-def write_trace(path: str | Path, results: list[Result], labels: list[str] | None = None) -> int:
-    """Write the trace JSON; returns the number of events."""
+def write_trace(
+    path: str | Path, results: list[Result], labels: list[str] | None = None, other: dict | None = None
+) -> int:
+    """Write the trace JSON (``other``: extra ``otherData`` entries, e.g. provenance); returns the
+    number of events."""
     ev = trace_events(results, labels)
     for e in ev:
         for k in ("ts", "dur"):
             if k in e and not math.isfinite(e[k]):
                 raise ValueError(f"trace: non-finite {k} in event {e['name']}")
-    doc = {"traceEvents": ev, "displayTimeUnit": "ns", "otherData": {"units": "ts/dur in microseconds"}}
+    doc = {"traceEvents": ev, "displayTimeUnit": "ns",
+           "otherData": {"units": "ts/dur in microseconds", **(other or {})}}  # fmt: skip
     Path(path).write_text(json.dumps(doc, separators=(",", ":")))
     return len(ev)

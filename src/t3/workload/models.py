@@ -7,13 +7,14 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from t3.errors import ConfigError
 
 
 class ModelSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: "1024" is not 1024, "yes" is not True, 2048.0 is not 2048
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     name: str
     hidden: int = Field(gt=0)
@@ -35,6 +36,23 @@ class ModelSpec(BaseModel):
     top_k: int | None = Field(default=None, gt=0, description="experts each token is routed to")
     expert_ffn: int | None = Field(default=None, gt=0, description="intermediate width of one expert")
     shared_ffn: int = Field(default=0, ge=0, description="intermediate width of the shared expert(s)")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelSpec:
+        """Dimensions that only make sense together: every derived width is a whole number >= 1."""
+        from t3.workload.sublayers import DTYPE_BYTES
+
+        if self.hidden % self.heads:
+            raise ValueError(
+                f"heads: hidden width {self.hidden} does not split into {self.heads} heads "
+                f"(head dim {self.hidden / self.heads:g} is not a whole number)"
+            )
+        kv = self.kv_heads
+        if kv is not None and (kv > self.heads or self.heads % kv):
+            raise ValueError(f"kv_heads: {kv} KV heads do not divide the {self.heads} query heads")
+        if self.dtype not in DTYPE_BYTES:
+            raise ValueError(f"dtype: unknown dtype '{self.dtype}' (available: {', '.join(DTYPE_BYTES)})")
+        return self
 
     @property
     def head_dim(self) -> int:
@@ -63,13 +81,12 @@ class ModelSpec(BaseModel):
 
 
 def _spec(name: str, data: dict, origin: str) -> ModelSpec:
+    from t3.config.hardware import format_validation_error
+
     try:
         return ModelSpec.model_validate({"name": name, **data})
     except ValidationError as err:
-        e = err.errors()[0]
-        loc = ".".join(str(p) for p in e["loc"])
-        msg = {"extra_forbidden": "unknown field", "missing": "missing field"}.get(e["type"], e["msg"])
-        raise ConfigError(f"model '{origin}': {loc}: {msg}") from None
+        raise ConfigError(format_validation_error(err, f"model '{origin}'")) from None
 
 
 @cache
@@ -85,19 +102,20 @@ def model_names() -> list[str]:
 def get_model(name_or_path: str | Path) -> ModelSpec:
     """A zoo model by name (``t-nlg``), a TOML file with the zoo's keys (top-level, no table), or a
     Hugging Face ``config.json`` (:mod:`t3.workload.hf`)."""
+    if not isinstance(name_or_path, str | Path):
+        raise ConfigError(
+            f"model: expected a zoo name, a model TOML or a config.json file, got {name_or_path!r}"
+        )
     s = str(name_or_path)
     if s.endswith(".json"):
         from t3.workload.hf import load_hf_config
 
         return load_hf_config(s)
     if s.endswith(".toml"):
+        from t3.config.toml_file import read_toml
+
         p = Path(s)
-        if not p.is_file():
-            raise ConfigError(f"model: file '{s}' not found")
-        try:
-            data = tomllib.loads(p.read_text())
-        except tomllib.TOMLDecodeError as err:
-            raise ConfigError(f"model '{s}': not valid TOML: {err}") from None
+        data = read_toml(p, "model")
         return _spec(data.pop("name", p.stem), data, s)
     zoo = _zoo()
     if s not in zoo:

@@ -72,9 +72,17 @@ class Operator:
         return self.gemm.out_bytes
 
 
+def _whole(name: str, v: object) -> None:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise WorkloadError(f"{name}: expected an integer, got {v!r} ({type(v).__name__})")
+
+
 def sublayer_operator(model: ModelSpec, sublayer: str, tp: int, tokens: int | None = None) -> Operator:
-    if sublayer not in SUBLAYERS:
-        raise WorkloadError(f"sublayer: unknown sublayer '{sublayer}' (available: {', '.join(SUBLAYERS)})")
+    if not isinstance(sublayer, str) or sublayer not in SUBLAYERS:
+        raise WorkloadError(f"sublayer: unknown sublayer {sublayer!r} (available: {', '.join(SUBLAYERS)})")
+    _whole("tp", tp)
+    if tokens is not None:
+        _whole("tokens", tokens)
     if tp < 2:
         raise WorkloadError(f"tp: must be >= 2, got {tp}")
     t = model.tokens if tokens is None else tokens

@@ -13,7 +13,7 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,6 +33,7 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from t3 import provenance
 from t3.errors import ConfigError, T3Error
 from t3.experiments.sweep.executors import IDENTITY, InProcess, check_executor, make_executor
 from t3.experiments.sweep.spec import Sweep, build_point, check_values, validate_points
@@ -62,8 +63,9 @@ def progress_bar(disable: bool) -> Progress:
 
 
 def make_row(
-    index: int, key: str, inputs: dict[str, Any], res: dict[str, Any], run_id: str
-) -> dict[str, Any]:
+    index: int, key: str, inputs: dict[str, Any], res: dict[str, Any], run_id: str,
+    provenance: dict[str, Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     row: dict[str, Any] = {"point": index, "key": key, "status": res["status"], "error": res["error"]}
     row.update(inputs)
     for k, v in (res["outputs"] or {}).items():
@@ -72,6 +74,8 @@ def make_row(
     row["worker"] = res["worker"]
     row["elapsed_s"] = res["elapsed_s"]
     row["finished_at"] = datetime.now(UTC).isoformat(timespec="milliseconds")
+    for k, v in (provenance or {}).items():
+        row[f"provenance.{k}"] = v
     return row
 
 
@@ -97,13 +101,17 @@ def execute(
     store: str | Path | None = None, progress: bool = True, retry_errors: bool = True,
     batch_size: int | None = None, flush_rows: int = 1000, flush_s: float = 1.0, compact_every: int = 512,
     dask_processes: bool = True, description: str | None = None,
+    classify: Callable[[int, str], str] | None = None,
 ) -> tuple[pd.DataFrame, SweepStats]:  # fmt: skip
     """Run the points of ``sweep`` not yet in ``store``; return (rows of the grid's distinct points in
-    grid order, statistics). Raises :class:`SweepInterrupted` on Ctrl-C after storing finished rows."""
+    grid order, statistics). Raises :class:`SweepInterrupted` on Ctrl-C after storing finished rows.
+    ``classify(point index, error)`` names a failed point's outcome on the progress bar (default
+    "failed"; a reproduction says "infeasible (expected)" for the points it expects to fail)."""
     first: dict[str, int] = {}
     for pt, k in zip(sweep.points, sweep.keys, strict=True):
         first.setdefault(k, pt.index)
     st = SweepStats(total=len(first), run_id=uuid.uuid4().hex[:12])
+    prov = provenance.run_fields()  # the hardware's content hash is an input column of each row
     db = Store(store) if store is not None else None
     memory: dict[str, dict[str, Any]] = {}
     if db is not None and not db.lock():
@@ -143,16 +151,20 @@ def execute(
                 task = bar.add_task(
                     description or sweep.name, total=st.total, completed=st.skipped, errors=""
                 )
+                outcomes: dict[str, int] = {}
                 try:
                     for results in ex.map_unordered(batches):
                         for res in results:
                             i = res["i"]
                             k = sweep.keys[i]
-                            buf.append(make_row(i, k, sweep.inputs[i], res, st.run_id))
+                            buf.append(make_row(i, k, sweep.inputs[i], res, st.run_id, prov))
                             st.computed += 1
                             if res["status"] != "ok":
                                 st.errors += 1
-                                bar.update(task, errors=f"[red]{st.errors} failed")
+                                what = classify(i, res["error"]) if classify else "failed"
+                                outcomes[what] = outcomes.get(what, 0) + 1
+                                text = ", ".join(f"{n} {w}" for w, n in outcomes.items())
+                                bar.update(task, errors=f"[red]{text}")
                         bar.advance(task, len(results))
                         if len(buf) >= flush_rows or time.monotonic() - last_flush >= flush_s:
                             flush()
@@ -179,12 +191,23 @@ def execute(
             db.unlock()
     bad = df[df["status"] != "ok"] if len(df) else df
     st.errors = len(bad)
-    st.error_examples = [f"point {p}: {e}" for p, e in zip(bad["point"][:3], bad["error"][:3], strict=True)]
+    st.error_examples = [
+        f"point {p} ({describe_point(sweep, int(p))}): {e}"
+        for p, e in zip(bad["point"][:5], bad["error"][:5], strict=True)
+    ]
     return df, st
 
 
-def as_sweep(points: Sequence[dict[str, Any]], name: str = "points") -> Sweep:
-    """Validate a list of run_point dicts (as built by reproduction/FiCCO code) into a Sweep."""
+def describe_point(sweep: Sweep, index: int) -> str:
+    """The values a point sets, for messages: its grid values, else its identity (model, TP, ...)."""
+    pt = sweep.points[index]
+    vals = pt.varied or {k: pt.point[k] for k in IDENTITY if pt.point.get(k) is not None}
+    return ", ".join(f"{k}={v!r}" for k, v in vals.items())
+
+
+def as_sweep(points: Sequence[dict[str, Any]], name: str = "points", force: bool = False) -> Sweep:
+    """Validate a list of run_point dicts (as built by reproduction/FiCCO code) into a Sweep
+    (``force``: skip the size guard)."""
     pts = []
     allowed = {*IDENTITY, "hw_overrides", "options"}
     for i, p in enumerate(points):
@@ -200,7 +223,7 @@ def as_sweep(points: Sequence[dict[str, Any]], name: str = "points") -> Sweep:
         values.update({f"options.{k}": v for k, v in opts.items()})
         check_values(values, f"{name}: point {i}: ")
         pts.append(build_point(i, values))
-    keys, inputs = validate_points(pts, name)
+    keys, inputs = validate_points(pts, name, force)
     return Sweep(name, [], pts, keys, inputs)
 
 

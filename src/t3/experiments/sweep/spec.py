@@ -28,7 +28,6 @@ import hashlib
 import itertools
 import json
 import os
-import tomllib
 import types
 import typing
 from dataclasses import dataclass
@@ -38,7 +37,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from t3.errors import ConfigError, T3Error
+from t3 import size
+from t3.errors import ConfigError, T3Error, TooLargeError
 
 WORKLOAD_KEYS = ("model", "tp", "sublayer", "tokens")
 TOP_KEYS = ("model", "tp", "sublayer", "config", "hardware", "tokens")
@@ -242,19 +242,28 @@ def _check_grid(section: str, grid: dict[str, Any], seen: set[str]) -> dict[str,
     return out
 
 
-def load_spec(path: str | Path) -> Sweep:
-    """Read, expand and fully validate a sweep spec file."""
+def load_spec(path: str | Path, force: bool = False) -> Sweep:
+    """Read, expand and fully validate a sweep spec file (``force``: skip the size guard)."""
+    from t3.config.toml_file import read_toml
+
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"sweep spec: file '{p}' not found")
-    try:
-        data = tomllib.loads(p.read_text())
-    except tomllib.TOMLDecodeError as err:
-        raise ConfigError(f"sweep spec '{p}': not valid TOML: {err}") from None
-    return spec_from_dict(data, origin=str(p), root=p.parent)
+    data = read_toml(p, "sweep spec")
+    return spec_from_dict(data, origin=str(p), root=p.parent, force=force)
 
 
-def spec_from_dict(data: dict[str, Any], origin: str = "<spec>", root: Path | None = None) -> Sweep:
+def grid_size(grid: dict[str, list[Any]], zips: list[dict[str, list[Any]]]) -> int:
+    """Points of a grid (product of the axis lengths), without expanding it."""
+    n = 1
+    for v in grid.values():
+        n *= len(v)
+    for z in zips:
+        n *= len(next(iter(z.values()))) if z else 1
+    return n
+
+
+def spec_from_dict(
+    data: dict[str, Any], origin: str = "<spec>", root: Path | None = None, force: bool = False
+) -> Sweep:
     try:
         spec = SpecFile.model_validate(data)
     except ValidationError as err:
@@ -274,6 +283,12 @@ def spec_from_dict(data: dict[str, Any], origin: str = "<spec>", root: Path | No
             if len(lengths) > 1:
                 raise ConfigError(f"zip[{i}]: lists must have equal lengths, got {sorted(lengths)}")
             zips.append(zg)
+        npts = grid_size(grid, zips)
+        if npts > size.LIMIT_POINTS and not force:
+            raise TooLargeError(
+                f"size: the grid has {npts} points, above the limit of {size.LIMIT_POINTS}; "
+                "split the sweep, or --force to run it anyway"
+            )
         if root is not None:
             base = _rebase_files(base, root)
             grid = {k: [_rebase_file(k, x, root) for x in v] for k, v in grid.items()}
@@ -281,8 +296,10 @@ def spec_from_dict(data: dict[str, Any], origin: str = "<spec>", root: Path | No
         points = expand(base, grid, zips)
     except ConfigError as err:
         raise ConfigError(f"sweep spec '{origin}': {err}") from None
+    except TooLargeError as err:
+        raise TooLargeError(f"sweep spec '{origin}': {err}") from None
     axes = [[k] for k in grid] + [list(z) for z in zips]
-    keys, inputs = validate_points(points, origin)
+    keys, inputs = validate_points(points, origin, force)
     return Sweep(spec.name or Path(origin).stem, axes, points, keys, inputs)
 
 
@@ -313,6 +330,7 @@ class _Resolved:
     op_dict: dict[str, Any]
     hw_dict: dict[str, Any]
     hw_columns: dict[str, Any]
+    hw_sha256: str
 
 
 def _stamp(name: str) -> tuple[int, int] | None:
@@ -334,14 +352,16 @@ def _hardware_base(name: str, stamp: tuple[int, int] | None):
 @lru_cache(maxsize=4096)
 def _hardware(
     name: str, stamp: tuple[int, int] | None, overrides: str
-) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+) -> tuple[Any, dict[str, Any], dict[str, Any], str]:
+    from t3.provenance import hardware_hash
+
     hw = _hardware_base(name, stamp)
     ov = json.loads(overrides)
     if ov:
         hw = hw.with_overrides(ov)
     hwd = hw.model_dump(mode="json")
     cols = _flatten({k: v for k, v in hwd.items() if k != "description"})
-    return hw, hwd, {f"hardware.{k}": v for k, v in cols.items()}
+    return hw, hwd, {f"hardware.{k}": v for k, v in cols.items()}, hardware_hash(hw)
 
 
 @lru_cache(maxsize=4096)
@@ -355,15 +375,20 @@ def _operator(
 
 
 def _resolve(point: dict[str, Any]) -> tuple[_Resolved, Any]:
-    """Same checks, in the same order, as :func:`t3.api.resolve` (config, hardware, workload), cached."""
+    """Same checks, in the same order, as :func:`t3.api.resolve` (config, hardware, workload), cached;
+    then the options and the configuration's parameters (:meth:`ConfigSpec.check`)."""
     from t3.schedules import RunOptions, get_config
 
     p = point
-    get_config(p["config"])
+    spec = get_config(p["config"])
     name, model = p["hardware"], p["model"]
-    hw, hwd, cols = _hardware(name, _stamp(name), json.dumps(p.get("hw_overrides") or {}, sort_keys=True))
+    hw, hwd, cols, sha = _hardware(
+        name, _stamp(name), json.dumps(p.get("hw_overrides") or {}, sort_keys=True)
+    )
     op, opd = _operator(model, _stamp(model), p["sublayer"], p["tp"], p["tokens"])
-    return _Resolved(op, hw, opd, hwd, cols), RunOptions(**(p.get("options") or {}))
+    opts = RunOptions(**(p.get("options") or {}))
+    spec.check(opts)
+    return _Resolved(op, hw, opd, hwd, cols, sha), opts
 
 
 def resolve_point(point: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -379,7 +404,8 @@ def run_resolved(point: dict[str, Any]) -> dict[str, Any]:
 
     r, opts = _resolve(point)
     p = point
-    return run(p["model"], p["tp"], p["sublayer"], p["config"], r.hw, p["tokens"], None, opts)
+    # the size guard ran when the sweep was validated (validate_points), with the sweep's --force
+    return run(p["model"], p["tp"], p["sublayer"], p["config"], r.hw, p["tokens"], None, opts, force=True)
 
 
 def canonical_json(obj: Any) -> str:
@@ -428,21 +454,47 @@ def resolved_inputs(point: dict[str, Any]) -> dict[str, Any]:
     row.update({f"options.{k}": v for k, v in o.items()})
     row.update({f"options.params.{k}": v for k, v in params.items()})
     row.update(r.hw_columns)
+    row["provenance.hardware_sha256"] = r.hw_sha256
     return row
 
 
-def validate_points(points: list[Point], origin: str = "<points>") -> tuple[list[str], list[dict[str, Any]]]:
-    """Resolve every point before anything runs; return content keys and input columns."""
+def point_work(point: dict[str, Any]) -> size.Work:
+    """Estimated ops of one point (:mod:`t3.size`)."""
+    r, opts = _resolve(point)
+    return size.run_work(r.op, r.hw, point["config"], opts.symmetric, opts.functional)
+
+
+def validate_points(
+    points: list[Point], origin: str = "<points>", force: bool = False
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """Resolve every point before anything runs, and apply the size guard to each point and to their
+    sum (``force`` skips it); return content keys and input columns."""
     for cache in (_hardware_base, _hardware, _operator):  # files may have changed since the last sweep
         cache.cache_clear()
     keys, inputs = [], []
+    total = 0.0
+    seen: set[str] = set()
     for pt in points:
         try:
-            keys.append(point_key(pt.point))
+            k = point_key(pt.point)
+            keys.append(k)
             inputs.append(resolved_inputs(pt.point))
+            if k not in seen:
+                seen.add(k)
+                w = point_work(pt.point)
+                size.check(w, force=force)
+                total += w.ops
+        except TooLargeError as err:
+            raise TooLargeError(f"sweep '{origin}': point {pt.index} ({_varied(pt)}): {err}") from None
         except T3Error as err:
-            varied = ", ".join(f"{k}={v!r}" for k, v in pt.varied.items())
-            raise ConfigError(f"sweep '{origin}': point {pt.index} ({varied}): {err}") from None
+            raise ConfigError(f"sweep '{origin}': point {pt.index} ({_varied(pt)}): {err}") from None
         except TypeError as err:  # RunOptions(**bad)
             raise ConfigError(f"sweep '{origin}': point {pt.index}: options: {err}") from None
+    size.check(
+        size.Work(total, f"{len(seen)} distinct points of {origin}"), force=force, limit=size.LIMIT_TOTAL_OPS
+    )
     return keys, inputs
+
+
+def _varied(pt: Point) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in pt.varied.items())

@@ -34,7 +34,12 @@ except ImportError:  # pragma: no cover - non-POSIX
     fcntl = None  # type: ignore[assignment]
 
 META_COLUMNS = ("point", "key", "status", "error")
-TIMING_COLUMNS = ("run_id", "worker", "elapsed_s", "finished_at")
+# how and when a row was computed (excluded when comparing stores): the run, the worker, the time it
+# took, when it finished, and the t3 version, git commit and command line of the run
+TIMING_COLUMNS = (
+    "run_id", "worker", "elapsed_s", "finished_at",
+    "provenance.t3_version", "provenance.git_commit", "provenance.command",
+)  # fmt: skip
 INPUT_HEAD = ("model", "tp", "sublayer", "config", "hardware", "tokens")
 OUTPUT_HEAD = ("phase", "time_s", "dram_bytes_total", "link_bytes")
 RECORD_COLUMN = "record_json"
@@ -52,6 +57,8 @@ def column_rank(name: str) -> tuple[int, int, str]:
         return (3, 0, name)
     if name in TIMING_COLUMNS:
         return (9, TIMING_COLUMNS.index(name), "")
+    if name.startswith("provenance."):  # provenance.hardware_sha256: the point's resolved hardware
+        return (10, 0, name)
     if name == RECORD_COLUMN:
         return (8, 0, "")
     if name in OUTPUT_HEAD:

@@ -1,0 +1,33 @@
+"""Reading a user's TOML file (hardware, model, sweep spec) with one-line errors naming the file."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from t3.errors import ConfigError
+
+
+def read_toml(path: str | Path, what: str) -> dict[str, Any]:
+    """The parsed TOML document at ``path``; :class:`ConfigError` (``what: ...``) if it is missing, a
+    directory, unreadable, not UTF-8 or not valid TOML."""
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{what}: '{p}' is a directory, not a TOML file")
+    if not p.is_file():
+        raise ConfigError(f"{what}: file '{p}' not found")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{what} '{p}': not a UTF-8 text file ({err.reason} at byte {err.start})") from None
+    except OSError as err:
+        raise ConfigError(f"{what} '{p}': cannot read: {err.strerror}") from None
+    return parse_toml(text, f"{what} '{p}'")
+
+
+def parse_toml(text: str, origin: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{origin}: not valid TOML: {err}") from None

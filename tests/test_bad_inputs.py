@@ -1,0 +1,334 @@
+"""Every bad input, across every command, is refused before any work with one line naming the field
+(exit status 2; 1 for a simulation that cannot give a finite answer): never accepted silently, never a
+traceback, never a hang. The pathological sizes are refused quickly unless --force."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from t3.cli.main import main
+
+PRESET = Path(str(resources.files("t3.config").joinpath("presets", "paper-80cu.toml")))
+MODEL = "hidden = 1024\nlayers = 2\nheads = 16\nffn = 4096\ntokens = 2048\n"
+SPEC = '[base]\nmodel = "t-nlg"\nsublayer = "op"\ntokens = 1024\n[grid]\nconfig = ["sequential"]\n'
+
+
+HW_FILES = {
+    "cus_str": lambda b: b.replace("cus = 80 ", 'cus = "80" '),
+    "cus_float": lambda b: b.replace("cus = 80 ", "cus = 80.0 "),
+    "bidir_str": lambda b: b.replace("gpus = 8 ", 'gpus = 8\nbidirectional_ring = "no"\n'),
+    "present_str": lambda b: b.replace("present = true", 'present = "yes"'),
+    "nan": lambda b: b.replace("bandwidth_Bps = 75e9", "bandwidth_Bps = nan"),
+    "inf": lambda b: b.replace("latency_s = 500e-9", "latency_s = inf"),
+    "flops_str": lambda b: b.replace("fp16 = 1024.0", 'fp16 = "1024"'),
+    "flops_nan": lambda b: b.replace("fp16 = 1024.0", "fp16 = nan"),
+    "flops_dtype": lambda b: b.replace("fp16 = 1024.0", "fp16 = 1024.0, int4 = 5.0"),
+    "unknown_section": lambda b: b + "\n[foo]\nx = 1\n",
+    "unknown_key": lambda b: b.replace("[hbm]\n", "[hbm]\nbw = 1\n"),
+    "missing_section": lambda b: b.replace("[dma]", "[dmax]"),
+    "name_int": lambda b: b.replace('name = "paper-80cu"', "name = 5"),
+    "garbage": lambda b: "[[[ not toml",
+    "tiles1": lambda b: b.replace("tile_m = 128", "tile_m = 1").replace("tile_n = 128", "tile_n = 1"),
+    "tiles32": lambda b: b.replace("tile_m = 128", "tile_m = 32").replace("tile_n = 128", "tile_n = 32"),
+}
+MODEL_FILES = {
+    "heads0": MODEL.replace("heads = 16", "heads = 0"),
+    "kv_nodiv": MODEL + "kv_heads = 5\n",
+    "kv_gt": MODEL + "kv_heads = 32\n",
+    "head_frac": MODEL.replace("heads = 16", "heads = 3"),
+    "heads_gt_hidden": MODEL.replace("heads = 16", "heads = 2048"),
+    "hidden_str": MODEL.replace("hidden = 1024", 'hidden = "1024"'),
+    "hidden_nan": MODEL.replace("hidden = 1024", "hidden = nan"),
+    "gated_str": MODEL + 'gated = "yes"\n',
+    "gated_int": MODEL + "gated = 1\n",
+    "dtype_bad": MODEL + 'dtype = "fp64"\n',
+    "tokens_float": MODEL.replace("tokens = 2048", "tokens = 2048.0"),
+    "unknown": MODEL + "foo = 1\n",
+    "table": MODEL + "[sub]\nx = 1\n",
+    "ffn_nodiv": MODEL.replace("ffn = 4096", "ffn = 4097"),
+}
+SWEEP_FILES = {
+    "unknown_top": SPEC + "foo = 1\n",
+    "base_unknown": SPEC.replace("[base]\n", "[base]\nfoo = 1\n"),
+    "grid_scalar": '[grid]\nconfig = "sequential"\n',
+    "grid_empty": "[grid]\nconfig = []\n",
+    "param_unknown": SPEC + '"options.params.foo" = [1]\n',
+    "param_fault": SPEC + '"options.params.functional_fault" = ["explode"]\n',
+    "opt_str_bool": SPEC.replace("[base]\n", '[base]\n"options.symmetric" = "no"\n'),
+    "opt_str_int": SPEC.replace("[base]\n", '[base]\n"options.comm_cus" = "8"\n'),
+    "hw_str": SPEC + '"hardware.compute.cus" = ["80"]\n',
+    "hw_nan": SPEC + '"hardware.link.bandwidth_Bps" = [nan]\n',
+    "tokens_float": SPEC + "tokens = [1e3]\n",
+    "zip_unequal": '[[zip]]\nmodel = ["t-nlg"]\ntp = [8, 16]\n',
+    "jitter_inf": SPEC + '"options.jitter" = [inf]\n',
+    "jitter_neg": SPEC + '"options.jitter" = [-1.0]\n',
+    "seed_float": SPEC + '"options.seed" = [1.5]\n',
+    "comm_cus0": SPEC + '"options.comm_cus" = [0]\n',
+    "tp4096": SPEC.replace('model = "t-nlg"', 'model = "gpt-3"')
+    .replace("tokens = 1024", "tokens = 12288")
+    .replace('"sequential"', '"t3"')
+    + "tp = [4096]\n",
+    "huge": "[grid]\n"
+    + "tokens = ["
+    + ", ".join(str(8 * i) for i in range(1, 400))
+    + "]\n"
+    + '"options.seed" = ['
+    + ", ".join(str(i) for i in range(300))
+    + "]\n",
+    "garbage": "[[[",
+}
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, str]:
+    d = tmp_path_factory.mktemp("bad")
+    base = PRESET.read_text()
+    out = {}
+    for name, edit in HW_FILES.items():
+        (d / f"hw_{name}.toml").write_text(edit(base))
+        out[f"hw:{name}"] = str(d / f"hw_{name}.toml")
+    for name, text in MODEL_FILES.items():
+        (d / f"m_{name}.toml").write_text(text)
+        out[f"model:{name}"] = str(d / f"m_{name}.toml")
+    for name, text in SWEEP_FILES.items():
+        (d / f"s_{name}.toml").write_text(text)
+        out[f"sweep:{name}"] = str(d / f"s_{name}.toml")
+    (d / "s_good.toml").write_text(SPEC)
+    out["sweep:good"] = str(d / "s_good.toml")
+    (d / "adir").mkdir()
+    (d / "adir.toml").mkdir()
+    (d / "afile").write_text("x")
+    (d / "latin1.toml").write_bytes(b"name = \xe9\n")
+    (d / "garbage.parquet").write_text("not parquet")
+    out.update(dir=str(d / "adir"), dirtoml=str(d / "adir.toml"), file=str(d / "afile"),
+               latin1=str(d / "latin1.toml"), garbage_store=str(d / "garbage.parquet"),
+               missing=str(d / "nodir" / "x"), store=str(d / "st.parquet"), tmp=str(d))  # fmt: skip
+    return out
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def _expand(args: tuple[str, ...], files: dict[str, str]) -> list[str]:
+    return [re.sub(r"\{([\w:]+)\}", lambda m: files[m.group(1)], a) for a in args]
+
+
+# (arguments, text the one-line error must contain); {name} is a file of the fixture
+CASES = [
+    # t3 run: workload, options, paths, overrides
+    (("run", "--tp", "0"), "tp: must be >= 2"),
+    (("run", "--tp", "3"), "not divisible by tp=3"),
+    (("run", "--tp", "abc"), "'--tp'"),
+    (("run", "--bogus"), "--bogus"),
+    (("run", "--tokens", "0"), "tokens: must be > 0"),
+    (("run", "--tokens", "1001"), "tokens: 1001"),
+    (("run", "--config", "concurrent", "--comm-cus", "0"), "options.comm_cus: must be >= 1"),
+    (("run", "--config", "concurrent", "--comm-cus", "80"), "comm_cus"),
+    (("run", "--comm-cus", "8"), "comm_cus: only the 'concurrent' configuration"),
+    (("run", "--config", "sequential", "--functional"), "functional"),
+    (("run", "--config", "foo"), "config: unknown configuration 'foo'"),
+    (("run", "--hw", "nope.toml"), "hardware: file 'nope.toml' not found"),
+    (("run", "--hw", "{dirtoml}"), "is a directory"),
+    (("run", "--hw", "{latin1}"), "not a UTF-8 text file"),
+    (("run", "--model", "x.toml"), "model: file 'x.toml' not found"),
+    (("run", "--trace", "{missing}"), "--trace: directory"),
+    (("run", "--trace", "{dir}"), "--trace: "),
+    (("run", "--set", "bad"), "--set: expected KEY=VALUE"),
+    (("run", "--set", "=1"), "--set: empty key"),
+    (("run", "--set", "link.latency_s=1e-6", "--set", "link.latency_s=2e-6"), "link.latency_s given twice"),
+    (("run", "--set", "link.bw=1"), "link.bw: unknown field"),
+    (("run", "--set", "link.bandwidth_Bps=-1"), "link.bandwidth_Bps"),
+    (
+        ("run", "--set", "link.bandwidth_Bps=inf"),
+        "link.bandwidth_Bps: Input should be a valid number, got 'inf'",
+    ),
+    (("run", "--set", "link.bandwidth_Bps=NaN"), "link.bandwidth_Bps: must be a finite number"),
+    (("run", "--set", "link.bandwidth_Bps=Infinity"), "link.bandwidth_Bps: must be a finite number"),
+    (
+        ("run", "--set", 'compute.cus="80"'),
+        "compute.cus: Input should be a valid integer, got '80' (a string)",
+    ),
+    (("run", "--set", "compute.cus=80.5"), "compute.cus"),
+    (("run", "--set", "compute.cus=1e9"), "compute.cus: Input should be a valid integer"),
+    (("run", "--set", "compute.cus=true"), "compute.cus"),
+    (("run", "--set", 'topology.bidirectional_ring="no"'), "topology.bidirectional_ring"),
+    (("run", "--set", "topology.bidirectional_ring=1"), "topology.bidirectional_ring"),
+    (
+        ("run", "--set", "compute.matrix_flops_per_clk_per_cu.fp16=0"),
+        "matrix_flops_per_clk_per_cu.fp16: must be > 0",
+    ),
+    (("run", "--set", "compute.matrix_flops_per_clk_per_cu.fp99=5"), "fp99: unknown field"),
+    (("run", "--set", "link.bandwidth_Bps=1e-300"), "not finite"),
+    # pathological sizes: refused in well under a second, unless --force
+    (("run", "--model", "gpt-3", "--tp", "4096", "--config", "t3"), "size: about"),
+    (("run", "--model", "gpt-3", "--tp", "4096", "--all-gpus"), "size: about"),
+    (("run", "--set", "compute.tile_m=1", "--set", "compute.tile_n=1"), "size: about"),
+    (("run", "--tokens", "8000000000"), "size: about"),
+    # hardware TOML
+    (("run", "--hw", "{hw:cus_str}"), "compute.cus: Input should be a valid integer, got '80'"),
+    (("run", "--hw", "{hw:cus_float}"), "compute.cus: Input should be a valid integer"),
+    (("run", "--hw", "{hw:bidir_str}"), "topology.bidirectional_ring: Input should be a valid boolean"),
+    (("run", "--hw", "{hw:present_str}"), "nmc.present"),
+    (("run", "--hw", "{hw:nan}"), "link.bandwidth_Bps: must be a finite number"),
+    (("run", "--hw", "{hw:inf}"), "link.latency_s: must be a finite number"),
+    (("run", "--hw", "{hw:flops_str}"), "matrix_flops_per_clk_per_cu.fp16"),
+    (("run", "--hw", "{hw:flops_nan}"), "matrix_flops_per_clk_per_cu.fp16: must be a finite number"),
+    (("run", "--hw", "{hw:flops_dtype}"), "matrix_flops_per_clk_per_cu.int4: unknown dtype"),
+    (("run", "--hw", "{hw:unknown_section}"), "foo: unknown field"),
+    (("run", "--hw", "{hw:unknown_key}"), "hbm.bw: unknown field"),
+    (("run", "--hw", "{hw:missing_section}"), "missing field"),
+    (("run", "--hw", "{hw:name_int}"), "name: Input should be a valid string"),
+    (("run", "--hw", "{hw:garbage}"), "not valid TOML"),
+    (("run", "--hw", "{hw:tiles1}"), "size: about"),
+    # model TOML
+    (("run", "--model", "{model:heads0}"), "heads: Input should be greater than 0"),
+    (("run", "--model", "{model:kv_nodiv}"), "kv_heads: 5 KV heads do not divide the 16 query heads"),
+    (("run", "--model", "{model:kv_gt}"), "kv_heads: 32 KV heads"),
+    (("run", "--model", "{model:head_frac}"), "heads: hidden width 1024 does not split into 3 heads"),
+    (("run", "--model", "{model:heads_gt_hidden}"), "heads: hidden width 1024 does not split into 2048"),
+    (("run", "--model", "{model:hidden_str}"), "hidden: Input should be a valid integer, got '1024'"),
+    (("run", "--model", "{model:hidden_nan}"), "hidden"),
+    (("run", "--model", "{model:gated_str}"), "gated: Input should be a valid boolean"),
+    (("run", "--model", "{model:gated_int}"), "gated: Input should be a valid boolean"),
+    (("run", "--model", "{model:dtype_bad}"), "dtype: unknown dtype 'fp64'"),
+    (("run", "--model", "{model:tokens_float}"), "tokens: Input should be a valid integer"),
+    (("run", "--model", "{model:unknown}"), "foo: unknown field"),
+    (("run", "--model", "{model:table}"), "sub: unknown field"),
+    (("run", "--model", "{model:ffn_nodiv}"), "K dimension 4097 is not divisible by tp=8"),
+    # sweep spec TOML and options
+    (("sweep", "{sweep:unknown_top}", "--store", "{store}"), "foo: unknown"),
+    (("sweep", "{sweep:base_unknown}", "--store", "{store}"), "base.foo: unknown parameter"),
+    (("sweep", "{sweep:grid_scalar}", "--store", "{store}"), "grid.config: expected a non-empty list"),
+    (("sweep", "{sweep:grid_empty}", "--store", "{store}"), "grid.config: expected a non-empty list"),
+    (("sweep", "{sweep:param_unknown}", "--store", "{store}"), "options.params.foo: unknown parameter"),
+    (("sweep", "{sweep:param_fault}", "--store", "{store}"), "options.params.functional_fault"),
+    (("sweep", "{sweep:opt_str_bool}", "--store", "{store}"), "options.symmetric: expected bool"),
+    (("sweep", "{sweep:opt_str_int}", "--store", "{store}"), "options.comm_cus: expected int"),
+    (("sweep", "{sweep:hw_str}", "--store", "{store}"), "compute.cus: Input should be a valid integer"),
+    (("sweep", "{sweep:hw_nan}", "--store", "{store}"), "link.bandwidth_Bps: must be a finite number"),
+    (("sweep", "{sweep:tokens_float}", "--store", "{store}"), "grid.tokens: expected int"),
+    (("sweep", "{sweep:zip_unequal}", "--store", "{store}"), "lists must have equal lengths"),
+    (("sweep", "{sweep:jitter_inf}", "--store", "{store}"), "options.jitter: must be a finite number"),
+    (("sweep", "{sweep:jitter_neg}", "--store", "{store}"), "options.jitter: must be a finite number >= 0"),
+    (("sweep", "{sweep:seed_float}", "--store", "{store}"), "options.seed"),
+    (("sweep", "{sweep:comm_cus0}", "--store", "{store}"), "options.comm_cus: must be >= 1"),
+    (("sweep", "{sweep:tp4096}", "--store", "{store}"), "size: about"),
+    (("sweep", "{sweep:huge}", "--store", "{store}"), "size: the grid has 119700 points"),
+    (("sweep", "{sweep:garbage}", "--store", "{store}"), "not valid TOML"),
+    (("sweep", "nope.toml", "--store", "{store}"), "sweep spec: file 'nope.toml' not found"),
+    (("sweep", "{sweep:good}"), "--store: required"),
+    (("sweep", "{sweep:good}", "--store", "{dir}"), "--store: expected a path ending in .parquet"),
+    (("sweep", "{sweep:good}", "--store", "{file}"), "--store: expected a path ending in .parquet"),
+    (("sweep", "{sweep:good}", "--store", "{missing}.parquet"), "--store: directory"),
+    (("sweep", "{sweep:good}", "--store", "{garbage_store}"), "not a readable Parquet file"),
+    (("sweep", "{sweep:good}", "--store", "{store}", "--flush-s", "0"), "--flush-s"),
+    (("sweep", "{sweep:good}", "--store", "{store}", "--flush-s", "nan"), "--flush-s"),
+    (("sweep", "{sweep:good}", "--store", "{store}", "--workers", "0"), "--workers: must be >= 1"),
+    (("sweep", "{sweep:good}", "--store", "{store}", "--executor", "foo"), "--executor: unknown executor"),
+    (("sweep", "show", "{tmp}/none.parquet"), "not found"),
+    (("sweep", "show", "{dir}"), "is a directory"),
+    (("sweep", "show", "{garbage_store}"), "not a readable Parquet file"),
+    (("sweep", "show", "{garbage_store}", "--limit", "-1"), "--limit: must be >= 0"),
+    # t3 ficco
+    (("ficco", "explore", "--m", "0"), "m: must be > 0"),
+    (("ficco", "explore", "--m", "7"), "m: 7 rows do not split over 8 GPUs"),
+    (("ficco", "explore", "--gpus", "1"), "gpus: need at least 2"),
+    (("ficco", "explore", "--gpus", "1024"), "gpus: 1024 GPUs exceed the mesh"),
+    (("ficco", "explore", "--dtype", "fp64"), "dtype: unknown dtype 'fp64'"),
+    (("ficco", "explore", "--skew", "1"), "skew: must be in [0, 1)"),
+    (("ficco", "explore", "--skew", "nan", "--op", "moe"), "skew: must be in [0, 1)"),
+    (("ficco", "explore", "--skew", "0.5"), "skew: only the moe operation"),
+    (("ficco", "explore", "--top", "0"), "--top: must be >= 1"),
+    (("ficco", "explore", "--top", "-1"), "--top: must be >= 1"),
+    (("ficco", "explore", "--op", "foo"), "op: unknown operation 'foo'"),
+    (("ficco", "explore", "--hw", "nope"), "hardware: unknown preset 'nope'"),
+    (("ficco", "explore", "--m", "1000000000"), "size: about"),
+    (("ficco", "explore", "--gpus", "64", "--m", "65536", "--hw", "paper-80cu"), "size: about"),
+    (("ficco", "select", "--m", "0"), "m: must be > 0"),
+    (("ficco", "select", "--runtime", "--op", "moe"), "runtime: t3.runtime has no MoE"),
+    (("ficco", "select", "--m", "1000000000"), "size: about"),
+    (("ficco", "characterise", "--hw", "nope"), "hardware: unknown preset 'nope'"),
+    (
+        ("ficco", "explore", "--hw", "{hw:tiles32}", "--m", "1024", "--n", "512", "--k", "256"),
+        "compute.tile_m: a 32x32 macro-tile is smaller than every tile",
+    ),  # fmt: skip
+    (("ficco", "characterise", "--hw", "{hw:tiles32}"), "compute.tile_m: a 32x32 macro-tile"),
+    # t3 reproduce
+    (("reproduce", "t3", "--workers", "0"), "--workers: must be >= 1"),
+    (("reproduce", "t3", "--out", "{file}"), "--out: "),
+    (("reproduce", "t3", "--out", "{file}/sub"), "--out: "),
+    (("reproduce", "t3", "--json", "{dir}", "--out", "{tmp}/o"), "--json: "),
+    (("reproduce", "t3", "--json", "{missing}.json", "--out", "{tmp}/o"), "--json: directory"),
+    (("reproduce", "t3", "--hw", "mi300x-8", "--out", "{tmp}/o"), "tp: 16 GPUs exceed the mesh"),
+    (("reproduce", "t3", "--set", "bad", "--out", "{tmp}/o"), "--set: expected KEY=VALUE"),
+    (("reproduce", "t3", "--set", "link.bw=1", "--out", "{tmp}/o"), "hardware.link.bw: unknown field"),
+    (("reproduce", "t3", "--executor", "foo"), "--executor: unknown executor"),
+    (("reproduce", "t3", "--scheduler", "x"), "--scheduler: only valid with --executor dask"),
+    (
+        ("reproduce", "t3", "--store", "{dir}", "--out", "{tmp}/o"),
+        "--store: expected a path ending in .parquet",
+    ),
+    (
+        ("reproduce", "t3", "--set", "compute.tile_m=1", "--set", "compute.tile_n=1", "--out", "{tmp}/o"),
+        "size: about",
+    ),  # fmt: skip
+    (("reproduce", "ficco", "--workers", "0"), "--workers: must be >= 1"),
+    (("reproduce", "ficco", "--limit", "0"), "--limit: must be >= 1"),
+    (("reproduce", "ficco", "--out", "{file}"), "--out: "),
+    (("nope",), "No such command 'nope'"),
+]
+
+
+@pytest.mark.parametrize("args,needle", CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_bad_input_is_one_line_naming_the_field(args, needle, files, capsys):
+    code, out, err = cli(capsys, *_expand(args, files))
+    lines = err.strip().splitlines()
+    assert code == (1 if needle == "not finite" else 2), err
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert needle in lines[0], lines[0]
+    assert out == ""
+
+
+def test_force_runs_past_the_size_guard(capsys, monkeypatch):
+    """The guard refuses work above the limit and --force runs it anyway (the limit is lowered here so
+    that the forced run stays fast)."""
+    from t3 import size
+
+    monkeypatch.setattr(size, "LIMIT_OPS", 10)
+    code, _, err = cli(capsys, "run", "--tokens", "1024")
+    assert code == 2 and "size: about" in err and "--force" in err
+    code, out, err = cli(capsys, "run", "--tokens", "1024", "--force")
+    assert code == 0 and "simulated" in out, err
+
+
+@pytest.mark.parametrize(
+    "model,tp,config,overrides,symmetric",
+    [
+        ("t-nlg", 8, "sequential", {}, True), ("t-nlg", 8, "t3-mca", {}, True),
+        ("t-nlg", 8, "t3", {}, False), ("gpt-3", 64, "sequential", {}, True),
+        ("gpt-3", 128, "t3", {}, True), ("t-nlg", 8, "concurrent", {"compute.tile_m": 32}, True),
+        ("mega-gpt-2", 16, "ideal-gemm-rs-overlap", {"compute.tile_n": 32}, False),
+        ("t-nlg", 8, "ideal-rs-nmc", {"compute.tile_m": 16, "compute.tile_n": 16}, True),
+    ],
+)  # fmt: skip
+def test_size_estimate_tracks_the_ops_really_built(model, tp, config, overrides, symmetric):
+    """The estimate (from shapes alone) is within 0.5x-3x of the ops the configuration really builds
+    (T3's address maps, tp x tp entries per GPU, are counted on top)."""
+    from t3 import size
+    from t3.api import resolve
+    from t3.schedules import RunOptions
+
+    op, hw, spec = resolve(model, tp, "fc2", config, "paper-80cu", None, overrides)
+    out = spec.run(op, hw, RunOptions(symmetric=symmetric))
+    built = sum(len(r.schedule.ops) for r in out.results)
+    gpus = 1 if symmetric else tp
+    est = size.run_work(op, hw, config, symmetric).ops - (gpus * tp * tp if config in size.T3_CONFIGS else 0)
+    assert 0.5 * built <= est <= 3 * built, (est, built)

@@ -33,7 +33,6 @@ HW_FILES = {
     "name_int": lambda b: b.replace('name = "paper-80cu"', "name = 5"),
     "garbage": lambda b: "[[[ not toml",
     "tiles1": lambda b: b.replace("tile_m = 128", "tile_m = 1").replace("tile_n = 128", "tile_n = 1"),
-    "tiles32": lambda b: b.replace("tile_m = 128", "tile_m = 32").replace("tile_n = 128", "tile_n = 32"),
 }
 MODEL_FILES = {
     "heads0": MODEL.replace("heads = 16", "heads = 0"),
@@ -256,11 +255,6 @@ CASES = [
     (("ficco", "select", "--runtime", "--op", "moe"), "runtime: t3.runtime has no MoE"),
     (("ficco", "select", "--m", "1000000000"), "size: about"),
     (("ficco", "characterise", "--hw", "nope"), "hardware: unknown preset 'nope'"),
-    (
-        ("ficco", "explore", "--hw", "{hw:tiles32}", "--m", "1024", "--n", "512", "--k", "256"),
-        "compute.tile_m: a 32x32 macro-tile is smaller than every tile",
-    ),  # fmt: skip
-    (("ficco", "characterise", "--hw", "{hw:tiles32}"), "compute.tile_m: a 32x32 macro-tile"),
     # t3 reproduce
     (("reproduce", "t3", "--workers", "0"), "--workers: must be >= 1"),
     (("reproduce", "t3", "--out", "{file}"), "--out: "),

@@ -136,7 +136,7 @@ def test_factors_cover_every_class_and_are_near_one():
         (FiccoOperator("gemm-rs", 4096, 4096, 1792), "bulk-g1-M-dma", 1e-6),
         (FiccoOperator("moe", 4096, 1792, 4096), "bulk-g1-M-cu", 1e-6),
         # the combine's transfers overlap in ways the per-peer recurrence only approximates
-        (FiccoOperator("moe", 4096, 1792, 4096), "ficco-g8-M-dma-s2", 0.02),
+        (FiccoOperator("moe", 4096, 1792, 4096), "ficco-g8-M-dma-s2", 0.03),
         (FiccoOperator("gemm-rs", 4096, 4096, 1792), "ficco-g8-N-cu-rb", 0.02),
     ],
 )

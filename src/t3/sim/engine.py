@@ -352,9 +352,9 @@ class Allocator:
     with every demand. At saturation the closed streams thus share what is left in proportion to
     their windows (Little's law). Two fillings at most: deterministic and cheap.
 
-    The rates are a function of what the active ops ask (not of their identity) and of the memories'
-    turnaround state, so an allocation is memoised under the active ops' *signatures*: the waves of a
-    GEMM and the chunks of a collective meet the same situations over and over."""
+    The rates are a function of what the active ops ask, not of their identity or of the history, so
+    an allocation is memoised under the active ops' *signatures*: the waves of a GEMM and the chunks
+    of a collective meet the same situations over and over."""
 
     def __init__(self, ops, xmax, cap, policies, timings):
         self.ops, self.xmax, self.cap, self.policies, self.timings = ops, xmax, cap, policies, timings
@@ -366,10 +366,8 @@ class Allocator:
         self.mem = mem
         self.cap0 = list(xmax)  # unloaded cap: the window at the unloaded latency
         self.memof: list[tuple | None] = [None] * n  # ((r, a, writes, closed), ...) on memory resources
-        self.eta = {r: 1.0 for r in mem}
         self._memo: dict = {}
         self._amemo: dict = {}
-        self._mems = sorted(mem)
         sigs: dict = {}
         self.sig = [
             sigs.setdefault((op.prio, xmax[i], tuple(op.demands), op.window, tuple(op.writes)), len(sigs))
@@ -464,20 +462,17 @@ class Allocator:
 
     # ---- one event ----------------------------------------------------------------------------
     def allocate(self, active, rate) -> None:
-        sig, eta = self.sig, self.eta
-        key = (tuple(sorted([sig[i] for i in active])), tuple([eta[r] for r in self._mems]))
+        sig = self.sig
+        key = tuple(sorted([sig[i] for i in active]))
         hit = self._amemo.get(key)
         if hit is not None:
-            by_sig, after = hit
             for i in active:
-                rate[i] = by_sig[sig[i]]
-            for r, e in after:
-                eta[r] = e
+                rate[i] = hit[sig[i]]
             return
         self._allocate(active, rate)
         if len(self._amemo) > 100_000:
             self._amemo.clear()
-        self._amemo[key] = ({sig[i]: rate[i] for i in active}, tuple((r, eta[r]) for r in self._mems))
+        self._amemo[key] = {sig[i]: rate[i] for i in active}
 
     def _allocate(self, active, rate) -> None:
         cap0, memof = self.cap0, self.memof
@@ -488,8 +483,16 @@ class Allocator:
             return
         cap = list(self.cap)
         touched = {p[0] for i in on_mem for p in memof[i]}
-        eta = self.eta
+        # the turnaround of the first filling: the write share of what the ops ask at their caps
+        eta = {}
         for r in touched:
+            tot = wtot = 0.0
+            for i in on_mem:
+                for rr, a, w, _ in memof[i]:
+                    if rr == r:
+                        tot += capx[i] * a
+                        wtot += capx[i] * w
+            eta[r] = self.timings[r].eta(wtot / tot) if tot > 0 else 1.0
             cap[r] = self.cap[r] * eta[r]
         self._fill(active, capx, cap, rate, self.dem1)
         again = False

@@ -45,7 +45,9 @@ FLUX_RS = "shard-g8-M-ep-rsum"
 FLUX_AG = "shard-g8-M-dma-fk"
 BASELINE = "bulk-g1-M-cu"
 
-STORE_GRID = [x * 1e9 for x in (1.0, 1.25, 1.5, 1.75, 1.875, 2.0, 2.125, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 6.0, 110.0)]
+STORE_GRID = [
+    x * 1e9 for x in (1.0, 1.25, 1.5, 1.75, 1.875, 2.0, 2.125, 2.25, 2.5, 2.75, 3.0, 3.5, 4.0, 6.0, 110.0)
+]
 FRACTION = 0.33  # pytorch/pytorch PR #191803: torch.sum at 23-43 % of the HBM peak (midpoint)
 FRACTION_RANGE = (0.23, 0.43)
 
@@ -98,7 +100,9 @@ def main() -> None:
               f"{1e3 * parts['gemm_s']:>5.3f} ms {1e3 * parts['drain_s']:>5.3f} ms "
               f"{1e3 * parts['reduce_s']:>5.3f} ms")  # fmt: skip
     print("\nAll-gather + GEMM (N = 7168, K = 8192), Flux = shard-g8-M-dma-fk (no fitted parameter):")
-    print(f"{'M':>6} {'torch':>9} {'pred':>9} {'flux':>9} {'pred':>9} {'speed-up':>9} {'pred':>7} {'error':>7}")
+    print(
+        f"{'M':>6} {'torch':>9} {'pred':>9} {'flux':>9} {'pred':>9} {'speed-up':>9} {'pred':>7} {'error':>7}"
+    )
     for m, (torch_ms, flux_ms) in AG_ROWS.items():
         b = _time("ag-gemm", m, AG_N, AG_K, hw, BASELINE)
         f = _time("ag-gemm", m, AG_N, AG_K, hw, FLUX_AG)

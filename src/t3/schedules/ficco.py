@@ -389,6 +389,11 @@ class _Gen:
                     for u in self.pieces[ch].units:
                         deps += [r for r in arr.get((g, u), []) if r not in deps]
                 body = (g, f"f.C{w.index}")
+                remote: dict[int, float] = {}  # ep: bytes of the wave's tiles by owner offset
+                if ep:
+                    for (o, _), v in geo[w.index].items():
+                        if o:
+                            remote[o] = remote.get(o, 0.0) + v
                 if self.mode == "comm":
                     b.add(g, body[1], kind="piece", cat="gemm", deps=deps)
                 else:
@@ -397,34 +402,30 @@ class _Gen:
                         delay_s=hw.compute.kernel_launch_s if w.index == 0 else 0.0, deps=deps,
                         traffic={"gemm_read": w.prologue_bytes}, window=w.window_bytes,
                     )  # fmt: skip
-                    if ep:
-                        local = sum(v for (o, _), v in geo[w.index].items() if o == 0)
-                    else:
-                        local = sum(w.write_bytes.values())
+                    written = sum(w.write_bytes.values())
+                    # ep: the remote tiles land in their owners' HBM as the wave writes them (posted
+                    # writes, absorbed there while every GPU computes the same wave)
+                    landing = [(b.hbm_w(g + o), nb) for o, nb in sorted(remote.items())]
+                    local = written - sum(remote.values())
                     body_reads = w.read_bytes - w.prologue_bytes
                     b.add(
                         g, body[1], kind="gemm-compute", cat="gemm",
-                        work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, local)],
+                        work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, local)] + landing,
                         caps=[(cu, float(w.cus_used))], deps=[(g, f"f.L{w.index}")],
-                        traffic={"gemm_read": body_reads, "gemm_write": local}, window=w.window_bytes,
+                        traffic={"gemm_read": body_reads, "gemm_write": written}, window=w.window_bytes,
                     )  # fmt: skip
                 retire = body
-                if ep:
-                    remote: dict[int, float] = {}
-                    for (o, _), v in geo[w.index].items():
-                        if o:
-                            remote[o] = remote.get(o, 0.0) + v
-                    if remote:
-                        retire = self._epilogue_stores(g, w.index, w.cus_used, remote, body)
+                if remote:
+                    retire = self._epilogue_stores(g, w.index, w.cus_used, remote, body)
                 for ch in chunks:
                     last_of[ch] = retire
             for p in self.pieces:
                 b.add(g, f"p{p.index}.end", kind="piece", cat="gemm", deps=[last_of[p.index]])
 
     def _epilogue_stores(self, g: int, wave: int, cus_used: int, remote: dict[int, float], body: Ref) -> Ref:
-        """The stores of one wave's remote tiles (``remote``: bytes by owner offset): link bytes to each
-        owner, landing writes in its HBM, and the wave's CUs busy at ``fused.store_Bps_per_cu`` each;
-        one link latency for the completion the wave waits for before it retires."""
+        """The drain of one wave's remote tiles (``remote``: bytes by owner offset): link bytes to each
+        owner and the wave's CUs busy at ``fused.store_Bps_per_cu`` each, then one link latency for the
+        completion the wave waits for before it retires (the landing writes are the body's)."""
         b, hw = self.b, self.hw
         cu = b.cu(g)  # the GEMM's CUs (never a private pool: the wave holds them)
         rate = hw.fused.store_Bps_per_cu or hw.compute.cu_copy_Bps
@@ -434,11 +435,10 @@ class _Gen:
         work = [(cu, total / rate)]
         for o, nb in sorted(remote.items()):
             work += [(r, nb * wire) for r in b.path(g, g + o)]
-            work.append((b.hbm_w(g + o), nb))
         key = f"f.S{wave}"
         b.add(
             g, key, kind="remote-store", cat="rs", work=work, caps=[(cu, float(cus_used))],
-            delay_s=hw.link.latency_s, deps=[body], traffic={"gemm_write": total, "link": total},
+            delay_s=hw.link.latency_s, deps=[body], traffic={"link": total},
         )  # fmt: skip
         b.side = "gemm"
         return (g, key)
@@ -633,10 +633,11 @@ def wave_unit_bytes(
 
 def epilogue_breakdown(fop: FiccoOperator, hw: Hardware, ax: Axes) -> dict[str, float]:
     """Closed-form parts (s) of an ``ep`` implementation on an idle node, every GPU alike (the engine's
-    result while the reduction does not overlap the GEMM, i.e. ``-rsum``): ``gemm_s`` (launch, every
-    wave's prologue and body alone), ``drain_s`` (every wave's store drain: one link latency plus its
-    remote bytes at the slowest of the CUs' store rate, the link and the owners' HBM), ``reduce_s``
-    (launch + (N+1) blocks at the reduction's HBM cap) and ``total_s``."""
+    result while the reduction does not overlap the GEMM, i.e. ``-rsum``): ``gemm_s`` (the fused plan
+    alone: launch, every wave's prologue and body; the remote tiles land in their owners' HBM as the
+    wave writes them, which by symmetry is what each GPU receives), ``drain_s`` (every wave's store
+    drain: one link latency plus its remote bytes at the slower of the wave's CUs' store rate and the
+    link), ``reduce_s`` (launch + (N+1) blocks at the reduction's HBM cap) and ``total_s``."""
     plan = fused_plan(fop, hw, ax)
     geo = wave_unit_bytes(fop, ax, plan, plan_pieces(fop, hw, ax))
     rate = hw.fused.store_Bps_per_cu or hw.compute.cu_copy_Bps
@@ -656,8 +657,7 @@ def epilogue_breakdown(fop: FiccoOperator, hw: Hardware, ax: Axes) -> dict[str, 
         tot = sum(by_o.values())
         # a switch port carries all of a GPU's stores; a mesh link those to one peer
         wire = tot if switch else max(by_o.values())
-        hbm = tot / hw.hbm.effective_Bps  # by symmetry each owner receives what a GPU sends
-        drain += hw.link.latency_s + max(tot / (w.cus_used * rate), wire / link, hbm)
+        drain += hw.link.latency_s + max(tot / (w.cus_used * rate), wire / link)
     n = fop.gpus
     c = fop.m // n * fop.n * fop.eb
     hbm_cap = hw.hbm.effective_Bps * hbm_timing(hw).eta(1.0 / (n + 1))  # N reads : 1 write

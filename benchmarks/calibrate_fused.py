@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import statistics
 
+from t3.api import overlap
 from t3.config.hardware import load_hardware
 from t3.ficco.space import FiccoOperator, parse_name
 from t3.schedules.ficco import epilogue_breakdown, ficco_schedule
@@ -90,15 +91,19 @@ def main() -> None:
           f"{132 * st / 1e9:.0f} GB/s for 132 SMs), fused.reduce_hbm_fraction = {fr:.2f}")  # fmt: skip
     hw = load_hardware("h100-8", {"fused.store_Bps_per_cu": st, "fused.reduce_hbm_fraction": fr})
     print("\nGEMM + RS (N = 8192, K = 3584), Flux = shard-g8-M-ep-rsum vs torch = bulk-g1-M-cu:")
+    print("(pred: the model; GEMM, drain, reduce: the Flux prediction's parts; GEMM alone, RS alone: the")
+    print(" torch prediction's, from t3.api.overlap)")
     print(f"{'M':>6} {'torch':>9} {'pred':>9} {'flux':>9} {'pred':>9} {'speed-up':>9} {'pred':>7} "
-          f"{'error':>7} | {'GEMM':>8} {'drain':>8} {'reduce':>8}")  # fmt: skip
+          f"{'error':>7} | {'GEMM':>8} {'drain':>8} {'reduce':>8} | {'GEMM alone':>10} {'RS alone':>9}")  # fmt: skip
     for (m, (torch_ms, flux_ms)), e in zip(RS_ROWS.items(), errs, strict=True):
         fused = _time("gemm-rs", m, RS_N, RS_K, hw, FLUX_RS)
         parts = epilogue_breakdown(FiccoOperator("gemm-rs", m, RS_N, RS_K), hw, parse_name(FLUX_RS))
+        alone = overlap("gemm-rs", m, RS_N, RS_K, hardware=hw, schedule=BASELINE)
         print(f"{m:>6} {torch_ms:>6.3f} ms {1e3 * base[m]:>6.3f} ms {flux_ms:>6.3f} ms {1e3 * fused:>6.3f} ms "
               f"{torch_ms / flux_ms:>8.3f}x {base[m] / fused:>6.3f}x {100 * e:>+6.1f} % | "
               f"{1e3 * parts['gemm_s']:>5.3f} ms {1e3 * parts['drain_s']:>5.3f} ms "
-              f"{1e3 * parts['reduce_s']:>5.3f} ms")  # fmt: skip
+              f"{1e3 * parts['reduce_s']:>5.3f} ms | {1e3 * alone['gemm_alone_s']:>7.3f} ms "
+              f"{1e3 * alone['comm_alone_s']:>6.3f} ms")  # fmt: skip
     print("\nAll-gather + GEMM (N = 7168, K = 8192), Flux = shard-g8-M-dma-fk (no fitted parameter):")
     print(
         f"{'M':>6} {'torch':>9} {'pred':>9} {'flux':>9} {'pred':>9} {'speed-up':>9} {'pred':>7} {'error':>7}"

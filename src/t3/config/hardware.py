@@ -275,7 +275,11 @@ class Collective(_Strict):
         default=0.0, ge=0, description="latency of an NVLS collective (once per call)"
     )
     nvls_efficiency: float = Field(
-        default=1.0, gt=0, le=1, description="achievable fraction of the port bandwidth for NVLS traffic"
+        default=1.0,
+        gt=0,
+        le=1,
+        description="fraction of the ring's achievable port rate (link.bandwidth_Bps x link_efficiency) NVLS"
+        " traffic reaches (NCCL nvlsEfficiency)",
     )
     nvls_channels: int = Field(default=0, ge=0, description="CUs an NVLS kernel runs on (0 = as channels)")
 

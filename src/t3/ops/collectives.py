@@ -21,7 +21,8 @@ explains the model with its formulas; in short, for a per-GPU block of ``c`` byt
   engines, after they landed). RCCL runs it (MSCCL) for all-reduces up to ``direct_max_bytes``.
 - **NVLS** (NVSwitch, all-reduce): ``multimem.ld_reduce`` (the switch reads every GPU's copy of a
   shard and returns the sum) pipelined with ``multimem.st`` (the switch writes the shard to every GPU);
-  the switch's reduction throughput is a resource.
+  its port bytes move at ``nvls_efficiency`` x the ring's achievable link rate; the switch's reduction
+  throughput is a resource.
 - **All-to-all**: grouped send/recv (a p2p kernel): the sender writes into the receiver's buffer, the
   receiver copies it out (pipelined); with DMA engines the copy lands directly.
 
@@ -30,6 +31,10 @@ share, its HBM reads (``b.hbm``) and writes (``b.hbm_w``; a landing write is the
 loads + stores through the kernel's CUs (``channels`` of them, ``compute.cu_copy_Bps`` each) or the
 DMA engines. Its delay is the protocol's per-hop latency ``protocol.step_latency_s`` (unset:
 ``link.latency_s``; the first step also pays the kernel launch and the protocol's base latency).
+The library moves a step's bytes in loops of chunks and slices pipelined from hop to hop, every GPU
+busy from the start, so the per-hop latency is paid once per step, not once per loop or slice (NCCL's
+tuning model: base + steps x hwLatency + bytes / bandwidth): the pipeline's fill; the drain is the
+final primitive (the tail). Bus bandwidth therefore rises with size towards the achievable link rate.
 Traffic (``Op.traffic``) counts payload bytes where they are read and where they land.
 
 :func:`simulate_collective` simulates one collective alone; :func:`idle_time` is the closed form of an
@@ -154,10 +159,14 @@ def base_latency(hw: Hardware, algo: Algo, ex: Executor) -> float:
 
 
 def _wire(hw: Hardware, algo: Algo) -> float:
-    """Wire bytes per payload byte on a link."""
+    """Wire bytes per payload byte on a link: one physical link model for every algorithm. The ring
+    reaches ``link_efficiency`` of the line rate times its protocol's payload share; NVLS reaches
+    ``nvls_efficiency`` of that same achievable rate (NCCL ``src/graph/tuning.cc`` scales NVLS's bus
+    bandwidth by ``nvlsEfficiency`` relative to the graph bandwidth the ring uses)."""
+    col = hw.collective
     if algo.name == "nvls":
-        return 1.0 / hw.collective.nvls_efficiency
-    return 1.0 / (hw.collective.link_efficiency * protocol(hw, algo.proto).bw_fraction)
+        return 1.0 / (col.link_efficiency * col.nvls_efficiency)
+    return 1.0 / (col.link_efficiency * protocol(hw, algo.proto).bw_fraction)
 
 
 def _busbw_cap(hw: Hardware, algo: Algo, ex: Executor) -> float:

@@ -14,6 +14,7 @@ from t3.ops.collectives import (
     all_gather,
     all_reduce,
     all_to_all,
+    busbw_factor,
     choose,
     idle_time,
     reduce_scatter,
@@ -267,15 +268,13 @@ def test_nvls_on_switch_all_reduce_above_its_threshold_never_on_mesh_or_ring():
     first = min(k for k, a in picks.items() if a == "nvls/simple")
     assert all(a == "nvls/simple" for k, a in picks.items() if k >= first)
     assert 2**20 <= 2.0**first <= 16 * 2**20  # from a few MiB upward (NCCL's own tuning constants)
-    # NVLS by hand: launch + latency + (S + c) at the ports' NVLS rate (the switch keeps up)
+    # NVLS by hand: launch + latency + (S + c) at the ports' NVLS rate, nvls_efficiency x the ring's
+    # achievable link rate (the switch keeps up)
     s, c = 2.0**28, 2.0**28 / 8
     col = h100.collective
-    expect = (
-        h100.compute.kernel_launch_s
-        + col.nvls_latency_s
-        + (s + c) / (h100.link.bandwidth_Bps * col.nvls_efficiency)
-    )
-    assert 8 * s / col.nvls_reduce_Bps < (s + c) / (h100.link.bandwidth_Bps * col.nvls_efficiency)
+    port = h100.link.bandwidth_Bps * col.link_efficiency * col.nvls_efficiency
+    expect = h100.compute.kernel_launch_s + col.nvls_latency_s + (s + c) / port
+    assert 8 * s / col.nvls_reduce_Bps < (s + c) / port
     assert simulate_collective("all_reduce", s, 8, h100)["time_s"] == pytest.approx(expect, rel=1e-9)
     # a slow switch makes its reduction the limit: N S / nvls_reduce_Bps
     slow = load_hardware("h100-8", {"collective.nvls_reduce_Bps": 1e12})
@@ -290,6 +289,86 @@ def test_nvls_on_switch_all_reduce_above_its_threshold_never_on_mesh_or_ring():
         )
         with pytest.raises(ConfigError, match="^algo: unknown algorithm 'nvls/simple'"):
             simulate_collective("all_reduce", 1e6, 8, hw, "nvls/simple")
+
+
+@pytest.mark.parametrize("eff", [0.5, 0.8, 1.0])
+def test_nvls_and_the_ring_share_one_link_model(eff):
+    """NCCL (src/graph/tuning.cc) scales NVLS's bandwidth by nvlsEfficiency relative to the graph bandwidth
+    the ring uses: the NVLS port rate is nvls_efficiency x link_efficiency x the line rate, so both move
+    with link_efficiency. Asymptotically busbw = 2(N-1)/(N+1) x that rate (S + c per port per direction)."""
+    hw = load_hardware("h100-8", {"collective.link_efficiency": eff})
+    col, n = hw.collective, 8
+    rate = hw.link.bandwidth_Bps * eff * col.nvls_efficiency
+    fixed = hw.compute.kernel_launch_s + col.nvls_latency_s
+    for s in (2.0**26, 2.0**32):
+        r = simulate_collective("all_reduce", s, n, hw, "nvls/simple")
+        assert r["time_s"] == pytest.approx(fixed + s * (n + 1) / n / rate, rel=1e-9)
+        ring = simulate_collective("all_reduce", s, n, hw, "ring/simple")
+        # the ring's link-bound steps: 2(N-1) x (alpha + c / (link_efficiency x line rate))
+        assert ring["time_s"] > 2 * (n - 1) * (s / n) / (hw.link.bandwidth_Bps * eff)
+    big = simulate_collective("all_reduce", 2.0**36, n, hw, "nvls/simple")["busbw_Bps"]
+    assert big == pytest.approx(2 * (n - 1) / (n + 1) * rate, rel=1e-3)
+
+
+def _ramp(hw, op, n, p="simple"):
+    """The ring's closed form T(S) = T0 + S / R for link-bound steps: T0 = launch + base + steps x alpha
+    (the pipeline's fill: the per-hop latency once per step), 1/R = (steps / N) / (link rate) + the final
+    primitive's k c through the channels' CUs or HBM (k = 2 for the final recv). Returns (T0, R)."""
+    col = hw.collective
+    pr = getattr(col, p)
+    steps = 2 * (n - 1) if op == "all_reduce" else n - 1
+    rate = hw.link.bandwidth_Bps * col.link_efficiency * pr.bw_fraction
+    eta = 1 / (1 + hw.hbm.turnaround * 0.5)  # the recv reads c and writes c
+    tail = 2 / min(col.channels * hw.compute.cu_copy_Bps, hw.hbm.effective_Bps * eta)
+    t0 = hw.compute.kernel_launch_s + pr.base_latency_s + steps * pr.step_latency_s
+    return t0, 1 / (steps / n / rate + tail / n)
+
+
+@pytest.mark.parametrize("op", ["all_gather", "all_reduce"])
+def test_ring_busbw_rises_with_size_towards_the_link_rate(op):
+    """busbw(S) = busbw_inf x S / (S + T0 R): half the asymptote at S = T0 R, 10/11 of it at 10 T0 R;
+    strictly rising with size, below the achievable link rate, within 1 % of its asymptote at 64 GiB."""
+    hw, n = load_hardware("h100-8"), 8
+    col = hw.collective
+    link = hw.link.bandwidth_Bps * col.link_efficiency
+    # link-bound steps (the closed form below assumes it): CUs and HBM keep up with the link
+    assert 4 / (col.channels * hw.compute.cu_copy_Bps) < 1 / link
+    assert 4 / (hw.hbm.effective_Bps / (1 + hw.hbm.turnaround * 0.5)) < 1 / link
+    t0, r = _ramp(hw, op, n)
+    f = busbw_factor(op, n)
+    inf = f * r
+    assert 0.9 * link < inf < link  # the final primitive keeps it under the link rate
+    for mult, frac in ((1, 1 / 2), (10, 10 / 11), (0.1, 0.1 / 1.1)):
+        size = mult * t0 * r
+        got = simulate_collective(op, size, n, hw, "ring/simple")["busbw_Bps"]
+        assert got == pytest.approx(frac * inf, rel=1e-9)
+    sizes = [2.0**k for k in range(20, 37, 2)]
+    bw = [simulate_collective(op, s, n, hw, "ring/simple")["busbw_Bps"] for s in sizes]
+    assert all(a < b for a, b in zip(bw, bw[1:], strict=False))
+    assert bw[-1] == pytest.approx(inf, rel=1e-2) and bw[-1] < inf
+
+
+# NCCL src/graph/tuning.cc (ncclTunerConstantsDefaults) and RCCL src/graph/tuning.cc (baseLat, tuning_model_5
+# hwLat[xGMI]): (base, per-hop) ring latency per protocol, us
+_LIBRARY_RING_LATENCY = {
+    "h100-8": {"ll": (6.6, 0.6), "ll128": (14.0, 1.9), "simple": (8.4, 3.4)},
+    "h200-8": {"ll": (6.6, 0.6), "ll128": (14.0, 1.9), "simple": (8.4, 3.4)},
+    "mi300x-8": {"ll": (12.0, 0.8), "simple": (17.0, 2.1)},
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LIBRARY_RING_LATENCY))
+def test_presets_keep_the_library_latency_model(name):
+    """latency = base + steps x per-hop (the library's tuning model): the per-hop latencies are the
+    library's own and every protocol's base latency is the library's less one host-side constant."""
+    col = load_hardware(name).collective
+    table = _LIBRARY_RING_LATENCY[name]
+    hosts = set()
+    for p, (base, hop) in table.items():
+        pr = getattr(col, p)
+        assert pr.step_latency_s == pytest.approx(hop * 1e-6, rel=1e-9)
+        hosts.add(round(base - pr.base_latency_s * 1e6, 9))
+    assert len(hosts) == 1
 
 
 def test_direct_all_reduce_up_to_its_size_limit_on_the_mesh():
@@ -331,7 +410,7 @@ def test_windows_are_channels_or_engines_times_bytes_in_flight():
     reduce_scatter(b, 1e8, algo="ring/simple")
     all_gather(b, 1e8, ex=Executor("dma"), prefix="d")
     ops = b.build().ops
-    assert {o.window for o in ops if o.key.startswith("rs.")} == {16 * 8192.0}
+    assert {o.window for o in ops if o.key.startswith("rs.")} == {hw.collective.channels * 8192.0}
     assert {o.window for o in ops if o.key.startswith("d.")} == {hw.dma.engines * 65536.0}
 
 

@@ -14,6 +14,7 @@ import ast
 import hashlib
 import json
 import tomllib
+from functools import cache
 from pathlib import Path
 
 MODEL_PACKAGES = (
@@ -40,7 +41,13 @@ def _strip_docstrings(tree: ast.AST) -> ast.AST:
 
 
 def code_hash(path: Path) -> str:
-    tree = _strip_docstrings(ast.parse(path.read_text(), str(path)))
+    st = path.stat()
+    return _code_hash(str(path), st.st_mtime_ns, st.st_size)
+
+
+@cache
+def _code_hash(path: str, mtime_ns: int, size: int) -> str:  # keyed by the file's state: edits count
+    tree = _strip_docstrings(ast.parse(Path(path).read_text(), path))
     return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
 
 
@@ -63,7 +70,14 @@ def module_file(src: Path, name: str) -> Path | None:
 
 def _imports(path: Path, name: str | None, src: Path) -> set[str]:
     """Modules of the ``t3`` package that ``path`` imports (anywhere in the file)."""
-    tree = ast.parse(path.read_text(), str(path))
+    st = path.stat()
+    return set(_imports_cached(str(path), st.st_mtime_ns, st.st_size, name, str(src)))
+
+
+@cache
+def _imports_cached(path_s: str, mtime_ns: int, size: int, name: str | None, src_s: str) -> frozenset[str]:
+    path, src = Path(path_s), Path(src_s)
+    tree = ast.parse(path.read_text(), path_s)
     pkg = None if name is None else (name if path.name == "__init__.py" else name.rpartition(".")[0])
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -85,7 +99,7 @@ def _imports(path: Path, name: str | None, src: Path) -> set[str]:
             for i in range(1, len(parts) + 1):
                 if module_file(src, ".".join(parts[:i])) is not None:
                     out.add(".".join(parts[:i]))
-    return out
+    return frozenset(out)
 
 
 def closure(src: Path, entries: tuple[str, ...]) -> list[str]:

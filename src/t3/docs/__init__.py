@@ -56,7 +56,7 @@ RECORDS: tuple[Recorded, ...] = (
 )
 
 _T3 = "`t3 reproduce t3`"
-_RUN = "`t3 run --model t-nlg --hw paper-80cu --tp TP --sublayer SUB --config CFG [--set FIELD=VALUE]`"
+_RUN = "`t3 run --model t-nlg --hw paper-80cu --tp TP --sublayer SUB --config CFG --json`"
 _COLL = "`PYTHONPATH=src python benchmarks/calibrate_collectives.py`"
 _FICCO = "`t3 reproduce ficco`"
 _CEIL = "`PYTHONPATH=src python3 benchmarks/ficco_selector_ceiling.py`"

@@ -9,12 +9,15 @@ A generated block sits between ``<!-- t3:begin NAME -->`` and ``<!-- t3:end NAME
 its own line) and ends with a line naming the command its numbers come from. Its text is a function
 of a source (:mod:`t3.docs.sources`): *live* sources are recomputed each time (the T3 reproduction,
 ``t3 run`` records, ``t3 validate``, script output: seconds); *recorded* sources take minutes (the FiCCO
-reproduction, the selector-ceiling benchmark), so their key figures are kept in
+reproduction, the selector-ceiling benchmark, the calibration grid, the timing benchmarks), so their
+key figures are kept in
 ``docs/data/<name>.json`` with a fingerprint of the model code and data that produced them, and blocks
 render from that record. ``--check`` fails when a block differs from what its source gives now, and
 when a record's fingerprint differs from the current code's (the record is stale: rerun its command
-and ``--record`` it). Numbers published by the papers are not generated: they stay in the text with
-their citation.
+and ``--record`` it); ``tests/test_docs_fresh.py`` runs the check and simulates two FiCCO cases of the
+record again. Numbers published by the papers are not generated: they stay in the text with their
+citation. To add a block: write a render function ``(Context) -> str``, register it in :data:`BLOCKS`
+with the command it quotes, and put its markers in a document.
 """
 
 from __future__ import annotations

@@ -20,7 +20,6 @@ Units: ``"%"`` (a fraction shown as a percentage), ``"pp"`` (a fraction shown as
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -76,24 +75,20 @@ def mca_fit(doc: Doc) -> Numbers:
 
 
 def nmc_rs_speedup(doc: Doc) -> Numbers:
-    """How much faster the NMC RS (no reduction tail) is than the CU ring RS on the FC-2 sublayers,
-    geomean over the main set's models, per TP (the RS kernel's channels set the tail)."""
-    ideal = {(p["model"], p["tp"]): p for p in doc["points"]
-             if p["config"] == "ideal-gemm-rs-overlap" and p["sublayer"] == "fc2"}  # fmt: skip
-    nmc = {(p["model"], p["tp"]): p for p in doc["points"]
-           if p["config"] == "ideal-rs-nmc" and p["sublayer"] == "fc2"}  # fmt: skip
-    out: Numbers = []
-    for tp in sorted({k[1] for k in ideal if k in nmc}):
-        r = [nmc[k]["breakdown_s"]["reduce_scatter"] / ideal[k]["breakdown_s"]["reduce_scatter"]
-             for k in ideal if k[1] == tp and k in nmc]  # fmt: skip
-        g = math.exp(sum(math.log(x) for x in r) / len(r))
-        out.append({"label": f"NMC RS faster than CU RS, FC-2 TP {tp}", "value": 1.0 - g, "unit": "%"})
-    return out
+    """Stage B2's own measure: the NMC RS's speed-up over the CU ring RS (T_CU / T_NMC - 1), geomean over
+    the main set's points of each TP (:func:`t3.experiments.calibration.nmc_rs_speedups`)."""
+    from t3.experiments.calibration import nmc_rs_speedups
+
+    return [
+        {"label": f"NMC RS speed-up over the CU RS, TP {tp}", "value": v, "unit": "%"}
+        for tp, v in nmc_rs_speedups(doc["points"]).items()
+    ]
 
 
 # Evidence by calibration stage (the ``stage`` of an entry), then by parameter for entries without one.
 BY_STAGE: dict[str, Callable[[Doc], Numbers]] = {
     "1": ideal_fit, "B1": ideal_fit, "B2": nmc_rs_speedup, "2": mca_fit, "C": mca_fit,
+    "B": lambda doc: ideal_fit(doc) + nmc_rs_speedup(doc),
 }  # fmt: skip
 BY_PARAMETER: dict[str, Callable[[Doc], Numbers]] = {
     "link.bandwidth_Bps": lambda d: ideal_fit(d) + _sweep(d, "link_bw", "ideal_gemm_rs_overlap", "Ideal geomean at x{v:g}"),

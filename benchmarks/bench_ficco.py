@@ -1,7 +1,9 @@
-"""FiCCO speed: `select` latency (no simulation) and `explore` wall time per operator.
+"""FiCCO speed: `select` latency (a reduced model of the engine, no schedule simulated) and `explore` wall
+time per operator.
 
-Run: PYTHONPATH=src python3 benchmarks/bench_ficco.py [--repeat N]
-Prints a table (medians over N repeats). Not a test: no assertion on time.
+Run: PYTHONPATH=src python3 benchmarks/bench_ficco.py [--repeat N] [--quick]
+Prints a table (medians over N repeats; ``--quick``: the first operator on one preset). Not a test: no
+assertion on time.
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ CASES = [
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--quick", action="store_true", help="the first operator on mi300x-8 only")
     a = ap.parse_args()
     print(f"{'operator':40s} {'hw':9s} {'select (ms)':>12s} {'explore (s)':>12s} {'schedules':>10s}")
-    for hwn in ("mi300x-8", "h100-8"):
+    for hwn in ("mi300x-8",) if a.quick else ("mi300x-8", "h100-8"):
         hw = load_hardware(hwn)
-        for f in CASES:
+        for f in CASES[:1] if a.quick else CASES:
             sel = []
             for _ in range(max(a.repeat, 5)):
                 t0 = time.perf_counter()

@@ -19,7 +19,7 @@ fits is fitted on the other folds only):
 6. (3) times a linear contention model: ``log(T / T_ideal)`` least-squares on the learned
    selector's static features and the schedule's axes;
 7. the oracle;
-8. the shipped static pipeline selector (``t3.ficco.pipeline``: static estimate of every
+8. the shipped pipeline selector (``t3.ficco.pipeline``: a reduced model of the engine for every
    schedule with the GPU shared, times a contention factor per (operation, topology, schedule),
    the factors re-fitted on the training folds).
 
@@ -165,7 +165,7 @@ def main() -> None:
         fac8 = pl.fit_factors([rows[i] for i in tr], [shared[i] for i in tr])
         for i in np.flatnonzero(group == f):
             c = {s: e * pl.factor(fac8, key) for s, (key, e) in shared[i].items()}
-            picks["8 static pipeline model (shipped)"][i] = (
+            picks["8 pipeline model, a reduced model of the engine (shipped)"][i] = (
                 min(sorted(c), key=c.get)
                 if c
                 else learned.select_learned(_fop(rows[i]["operator"]), hws[rows[i]["hardware"]])[0]
@@ -174,7 +174,7 @@ def main() -> None:
     picks["7 oracle (simulate every schedule)"] = [min(r["times"], key=r["times"].get) for r in rows]
 
     print(f"{n_rows} labelled cases ({DATA.name}), {folds}-fold cross-validation by operator\n")
-    print("| selector | static | right (within 2 %) | within 5 % | pick vs best: geomean / max slowdown |")
+    print("| selector | without simulating schedules | right (within 2 %) | within 5 % | pick vs best: geomean / max slowdown |")
     print("|---|---|---|---|---|")
     for name, p in picks.items():
         s = score_picks(rows, p)

@@ -102,7 +102,7 @@ def select(
     ),
     force: bool = force_option(),
 ) -> None:  # fmt: skip
-    """The selector's schedule from static operator sizes alone (no simulation)."""
+    """The selector's schedule: a reduced model of the engine times every legal schedule (none is simulated)."""
     from t3 import size
     from t3.errors import ConfigError
     from t3.ficco.learned import select_shipped as pick

@@ -174,7 +174,7 @@ def choose(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 # The calibrated parameters (values read from the preset), with the stage that fitted them.
 PARAMETERS: list[tuple[str, str]] = [
-    ("link.bandwidth_Bps", "B1"),
+    ("link.bandwidth_Bps", "B"),
     ("compute.gemm_efficiency", "B1"),
     ("collective.channels", "B2"),
     ("mca.occupancy_threshold", "C"),
@@ -206,6 +206,8 @@ def calibrated_parameters(hw: Hardware, models: tuple[str, ...]) -> list[dict[st
 
 
 def _target_text(stage: str) -> str:
+    if stage == "B":
+        return f"B1 and B2 together: {_target_text('B1')}; {_target_text('B2')}"
     if stage not in TARGETS:
         return stage
     cfg, (a, b) = TARGETS[stage]

@@ -46,6 +46,53 @@ def _ms(s: float) -> str:
     return f"{s * 1e3:.3f}"
 
 
+def parameter_value(parameter: str, v: Any) -> str:
+    """A calibrated parameter's value with its unit."""
+    if isinstance(v, dict):
+        return ", ".join(f"{k}: {x}" for k, x in v.items())
+    if parameter.endswith("_Bps"):
+        return f"{v / 1e9:g} GB/s"
+    if parameter.endswith("_s"):
+        return f"{v * 1e6:g} µs"
+    return f"{v:g}"
+
+
+def evidence_number(e: dict[str, Any]) -> str:
+    """One evidence number (``{label, value, unit}``) with its unit."""
+    v, u = e["value"], e["unit"]
+    if u == "%":
+        return f"{e['label']} {100 * v:.1f} %"
+    if u == "pp":
+        return f"{e['label']} {100 * v:+.1f} pp"
+    if u == "x":
+        return f"{e['label']} {v:.3f}x"
+    if u == "tol":
+        return f"{e['label']} {v:.2f}"
+    return f"{e['label']} {v:g} {u}"
+
+
+def calibration_table(entries: list[dict[str, Any]]) -> list[str]:
+    """The calibrated parameters (:func:`t3.experiments.calibration_evidence.evidence`) as a Markdown
+    table: value, how it was chosen (``stage`` and ``target``, or ``basis``) and the evidence numbers
+    (``evidence``: ``{label, value, unit}``, computed from the model; text is refused)."""
+    out = ["| parameter | value | how chosen | evidence (this model) |", "|---|---|---|---|"]
+    for p in entries:
+        ev = p.get("evidence", [])
+        if not isinstance(ev, list):
+            raise TypeError(f"calibration entry {p['parameter']}: evidence must be a list of numbers "
+                            "({label, value, unit}) computed from the model, not text")  # fmt: skip
+        stage, target = str(p.get("stage") or ""), p.get("target") or ""
+        if p.get("basis"):
+            how = p["basis"]
+        elif stage and len(stage) <= 3:  # a stage's code ("B1"): with what it was fitted to
+            how = f"stage {stage}" + (f": {target}" if target and target != stage else "")
+        else:  # not fitted: the entry says why
+            how = target or stage
+        nums = "; ".join(evidence_number(e) for e in ev) or "-"
+        out.append(f"| `{p['parameter']}` | {parameter_value(p['parameter'], p['value'])} | {how or '-'} | {nums} |")
+    return out
+
+
 def render(doc: dict[str, Any], figures: list[str]) -> str:
     s = doc["summary"]
     have, missing = doc["configs"]["registered"], doc["configs"]["missing"]
@@ -235,22 +282,11 @@ def render(doc: dict[str, Any], figures: list[str]) -> str:
     a("")
     a("Fitted by the protocol of `docs/calibration.md` (stage A: physical values from outside sources; "
       "stages B1, B2, C: few knobs each on one published pair); every other number above falls where the "
-      "model puts it. Rerun a stage's grid: `python -m t3.experiments.calibration --stage B1|B2|C`.")  # fmt: skip
+      "model puts it. The evidence is computed from this run (`t3.experiments.calibration_evidence`); "
+      "loss in units of the target tolerance. Rerun a stage's grid: "
+      "`python -m t3.experiments.calibration --stage B|B1|B2|C`.")  # fmt: skip
     a("")
-    a("| parameter | value | stage | fitted to |")
-    a("|---|---|---|---|")
-    for p in doc["calibration"]:
-        v = p["value"]
-        if isinstance(v, dict):
-            vs = ", ".join(f"{k}: {x}" for k, x in v.items())
-        elif p["parameter"].endswith("_Bps"):
-            vs = f"{v / 1e9:g} GB/s"
-        elif p["parameter"].endswith("_s"):
-            vs = f"{v * 1e6:g} µs"
-        else:
-            vs = f"{v:g}"
-        stage = p["stage"] if p["stage"] in ("B1", "B2", "C") else "-"
-        a(f"| `{p['parameter']}` | {vs} | {stage} | {p['target']} |")
+    L += calibration_table(doc["calibration"])
     a("")
     if figures:
         a("## Figures")
@@ -261,4 +297,4 @@ def render(doc: dict[str, Any], figures: list[str]) -> str:
     return "\n".join(L)
 
 
-__all__ = ["render", "key"]
+__all__ = ["render", "key", "calibration_table", "evidence_number", "parameter_value"]

@@ -724,7 +724,7 @@ def observations(points: list[dict], hbm_Bps: float | None = None) -> dict[str, 
 
 
 def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dict]) -> dict[str, Any]:
-    from t3.experiments import calibration
+    from t3.experiments import calibration_evidence
 
     have, missing = available(plan.configs)
     points = _point_records(plan, studies["main"], results)
@@ -744,7 +744,7 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
     summary["end_to_end"] = {ph: e2e[ph] for ph in endtoend.PHASE_SUBLAYERS}
     summary["concurrent"] = concurrent_summary(plan, studies, results, points)
     hw = load_hardware(plan.hardware, plan.hw_overrides or None)
-    return {
+    doc = {
         "hardware": plan.hardware,
         "hw_overrides": dict(plan.hw_overrides),
         "configs": {"registered": have, "missing": missing},
@@ -768,8 +768,9 @@ def summarize(plan: Plan, studies: dict[str, list[dict]], results: dict[str, dic
         "sensitivity": sensitivity(plan, studies, results, have),
         "timeline": [results[task_id(t)] for t in studies["timeline"] if "error" not in results[task_id(t)]],
         "timeline_label": "{0} {2} TP {1}".format(*plan.timeline) if plan.timeline else "",
-        "calibration": calibration.calibrated_parameters(hw, plan.models + plan.large_models),
     }
+    doc["calibration"] = calibration_evidence.evidence(doc, hw)  # computed from this document
+    return doc
 
 
 def check_size(plan: Plan, tasks: list[dict], force: bool = False) -> None:

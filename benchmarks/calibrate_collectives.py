@@ -37,7 +37,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from t3.config.hardware import load_hardware
 from t3.ops.collectives import Algo, choose, idle_time, parse_algo, protocol, simulate_collective, valid_algos
@@ -60,8 +60,7 @@ NCCL_CHUNK = {"simple": 2 * MiB, "ll128": 576000, "ll": 32 * 1024}
 RCCL_RING = {"ll": (12.0e-6, 0.8e-6), "simple": (17.0e-6, 2.1e-6)}
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """One calibration row: the workload, how it was timed and its measured time (s)."""
 
     id: str

@@ -77,6 +77,7 @@ BLOCKS: tuple[Block, ...] = (
           (tb.CALIBRATION,)),
     Block("collective-calibration-rows", _COLL + " (its rows, at the presets' values)", tb.collective_rows),
     Block("collective-nmc-tail", _COLL, tb.nmc_tail),
+    Block("fused-calibration", "`PYTHONPATH=src python benchmarks/calibrate_fused.py`", tb.fused_calibration),
     Block("ficco-selector-claim", f"{_FICCO} and {_CEIL}", fb.selector_claim, (fb.FICCO, fb.CEILING)),
     Block("ficco-selector-accuracy", f"{_FICCO} and {_CEIL}", fb.selector_accuracy_table, (fb.FICCO, fb.CEILING)),
     Block("ficco-selector-misses", _FICCO, fb.selector_misses, (fb.FICCO,)),

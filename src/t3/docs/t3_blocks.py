@@ -194,6 +194,11 @@ def collective_rows(ctx: Context) -> str:
     return "\n".join(out)
 
 
+def fused_calibration(ctx: Context) -> str:
+    """The fused-implementation calibration as ``benchmarks/calibrate_fused.py`` prints it."""
+    return "```text\n" + ctx.script_output("benchmarks/calibrate_fused.py", drop=r" in [0-9.]+ s\b") + "\n```"
+
+
 def nmc_tail(ctx: Context) -> str:
     return "```text\n" + ctx.call_output(_calibrate_collectives(ctx).paper_tail).strip("\n") + "\n```"
 

@@ -145,7 +145,7 @@ class ScheduleBuilder:
         self.gpus = [0] if symmetric else list(range(n_gpus))
         self._ops: list[Op] = []
         self._index: dict[Ref, int] = {}
-        self._deps: list[list[Ref]] = []
+        self._deps: list[tuple[Ref, ...]] = []
         self._res: list[Resource] = []
         self._res_index: dict[str, int] = {}
         self.policies: dict[str, Policy] = {}  # resource kind -> policy
@@ -245,56 +245,83 @@ class ScheduleBuilder:
         release: Iterable[tuple[int, int]] = (),
         window: float = 0.0,
     ) -> Op:
-        ref = self.ref(gpu, key)
-        if self.symmetric and gpu % self.n != 0:
-            raise ScheduleError("symmetric builder materialises GPU 0 only: loop over builder.gpus")
-        if ref in self._index:
+        n = self.n
+        if self.symmetric:
+            if gpu % n != 0:
+                raise ScheduleError("symmetric builder materialises GPU 0 only: loop over builder.gpus")
+            ref = (0, key)
+        else:
+            ref = (gpu % n, key)
+        index = self._index
+        if ref in index:
             raise ScheduleError(f"duplicate op {ref}")
         merged: dict[int, float] = {}
-        writes: dict[int, float] = {}
+        writes: dict[int, float] | None = None
         for r, a in work:
             if r < 0:
                 r = ~r
                 if a > 0:
-                    writes[r] = writes.get(r, 0.0) + a
-            if a < 0:
-                raise ScheduleError(f"op {ref}: negative work on {self._res[r].name}")
+                    if writes is None:
+                        writes = {r: a}
+                    elif r in writes:
+                        writes[r] += a
+                    else:
+                        writes[r] = a
             if a > 0:
-                merged[r] = merged.get(r, 0.0) + a
+                if r in merged:
+                    merged[r] += a
+                else:
+                    merged[r] = a
+            elif a < 0:
+                raise ScheduleError(f"op {ref}: negative work on {self._res[r].name}")
         if window < 0:
             raise ScheduleError(f"op {ref}: negative window")
+        tr: dict[str, float] = {}
+        if traffic:
+            for k, v in traffic.items():
+                if v:
+                    tr[k] = v
+        ops = self._ops
         op = Op(
-            id=len(self._ops),
-            gpu=ref[0],
-            key=key,
-            kind=kind,
-            cat=cat,
-            demands=sorted(merged.items()),
-            caps=list(caps),
-            delay_s=float(delay_s),
-            deps=[],
-            traffic={k: v for k, v in (traffic or {}).items() if v},
-            prio=prio,
-            acquire=[(s, int(u)) for s, u in acquire if u > 0],
-            release=[(s, int(u)) for s, u in release if u > 0],
-            writes=sorted(writes.items()),
-            window=float(window),
+            len(ops),
+            ref[0],
+            key,
+            kind,
+            cat,
+            sorted(merged.items()) if len(merged) > 1 else list(merged.items()),
+            list(caps),
+            float(delay_s),
+            [],
+            tr,
+            prio,
+            None,
+            None,
+            [(s, int(u)) for s, u in acquire if u > 0] if acquire else [],
+            [(s, int(u)) for s, u in release if u > 0] if release else [],
+            (sorted(writes.items()) if len(writes) > 1 else list(writes.items())) if writes else [],
+            float(window),
         )
-        self._index[ref] = op.id
-        self._ops.append(op)
-        self._deps.append([self.ref(g, k) for g, k in deps])
+        index[ref] = op.id
+        ops.append(op)
+        # dependencies are resolved (and mapped onto the materialised GPUs) by build()
+        self._deps.append(deps if type(deps) is tuple else tuple(deps))
         return op
 
     def has(self, gpu: int, key: Hashable) -> bool:
         return self.ref(gpu, key) in self._index
 
     def build(self) -> Schedule:
+        index = self._index
+        sym, n = self.symmetric, self.n
         for op, deps in zip(self._ops, self._deps, strict=True):
+            if not deps:
+                continue
             ids = []
-            for d in deps:
-                if d not in self._index:
+            for g, k in deps:
+                d = (0, k) if sym else (g % n, k)
+                i = index.get(d)
+                if i is None:
                     raise ScheduleError(f"op {(op.gpu, op.key)} depends on unknown op {d}")
-                i = self._index[d]
                 if i == op.id:
                     raise ScheduleError(
                         f"op {(op.gpu, op.key)} depends on itself (cyclic under GPU rotation)"

@@ -179,7 +179,7 @@ def test_hbm_bound_ring_reduce_scatter():
     steps = max(c / 75e9, 2 * c / (1e11 * _eta(hw, 0.5))) + (n - 2) * max(
         c / 75e9, 3 * c / (1e11 * _eta(hw, 1 / 3))
     )
-    tail = max(3 * c / (1e11 * _eta(hw, 1 / 3)), 3 * c / (16 * hw.compute.cu_copy_Bps))
+    tail = max(3 * c / (1e11 * _eta(hw, 1 / 3)), 3 * c / (hw.collective.channels * hw.compute.cu_copy_Bps))
     expect = hw.compute.kernel_launch_s + (n - 1) * hw.link.latency_s + steps + tail
     assert Engine().run(b.build()).makespan == pytest.approx(expect, rel=1e-9)
 
@@ -195,14 +195,15 @@ def test_nmc_ring_reduce_scatter_has_no_tail_and_the_cu_ring_has():
     ops = {o.key: o for o in res.schedule.ops}
     tail, last = ops["rs.tail"], ops[f"rs.{n - 2}"]
     assert res.start[tail.id] == pytest.approx(res.end[last.id])
-    assert res.end[tail.id] - res.start[tail.id] == pytest.approx(3 * c / (16 * hw.compute.cu_copy_Bps))
+    t_tail = 3 * c / (hw.collective.channels * hw.compute.cu_copy_Bps)  # channel-bound here
+    assert res.end[tail.id] - res.start[tail.id] == pytest.approx(t_tail)
     b = ScheduleBuilder("nmc", hw, n)
     nmc_reduce_scatter(b, 64e6)
     res2 = Engine().run(b.build())
     assert all("tail" not in str(o.key) for o in res2.schedule.ops)
     assert res2.makespan == pytest.approx(res2.end[{o.key: o for o in res2.schedule.ops}[f"rs.{n - 2}"].id])
     # idle, link-bound: the NMC ring is faster by the tail (its steps move c at the same rate)
-    assert res.makespan - res2.makespan == pytest.approx(3 * c / (16 * hw.compute.cu_copy_Bps), rel=1e-6)
+    assert res.makespan - res2.makespan == pytest.approx(t_tail, rel=1e-6)
 
 
 @pytest.mark.parametrize("hwn", ["paper-80cu", "h100-8", "mi300x-8"])

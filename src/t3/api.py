@@ -221,7 +221,8 @@ def collective(
     ``nbytes``: all_reduce = the buffer; reduce_scatter = the full input; all_gather = the full output;
     all_to_all = one GPU's whole send buffer (``nbytes / gpus`` to each peer). Returns ``time_s``,
     ``algbw_Bps`` (= nbytes / time) and ``busbw_Bps`` (= algbw x the nccl-tests factor: 2(n-1)/n for
-    all_reduce, (n-1)/n otherwise), and ``algo``, the algorithm/protocol that ran (``auto``: the
+    all_reduce, (n-1)/n otherwise), ``device_s`` (the kernel's own time, without its launch: what a
+    profile's kernel span shows) and ``algo``, the algorithm/protocol that ran (``auto``: the
     collective library's own least-time choice, e.g. ``ring/ll128`` or ``nvls/simple``)."""
     from t3.errors import ConfigError
 
@@ -232,16 +233,28 @@ def collective(
     valid = collective_algos(op, hw, n)
     if not valid:
         raise ConfigError(f"op: {op} is modelled on mesh and switch topologies only, '{hw.name}' is a ring")
-    if algo != "auto" and "/" not in algo and f"{algo}/simple" in valid:
-        algo = f"{algo}/simple"
+    if algo != "auto" and "/" not in algo:
+        algo = _protocol_choice(op, algo, nbytes, n, hw, valid)
     _check_choice("algo", algo, valid)
     r = _collective(op, nbytes, n, hw, algo)
     t = r["time_s"]
     algbw = nbytes / t
     return {
         "op": op, "nbytes": nbytes, "gpus": n, "hardware": hw.name, "algo": r["algo"], "time_s": t,
-        "algbw_Bps": algbw, "busbw_Bps": algbw * _BUSBW_FACTOR[op](n),
+        "device_s": r["device_s"], "algbw_Bps": algbw, "busbw_Bps": algbw * _BUSBW_FACTOR[op](n),
     }  # fmt: skip
+
+
+def _protocol_choice(op: str, algo: str, nbytes: int, n: int, hw: Hardware, valid: list[str]) -> str:
+    """An algorithm named without a protocol (``ring``) runs with the protocol the library would pick
+    for it: the enabled protocol of least predicted time (:func:`t3.ops.collectives.idle_time`)."""
+    from t3.ops.collectives import idle_time, parse_algo, protocol
+
+    opts = [a for a in valid if a.startswith(f"{algo}/") and protocol(hw, a.split("/")[1]).enabled]
+    if not opts:
+        return algo  # not a valid name: the caller's check names it
+    size = nbytes * (n - 1) / n if op == "all_to_all" else nbytes
+    return min(opts, key=lambda a: idle_time(op, parse_algo(op, a, hw, n), float(size), hw, n))
 
 
 def _collective(op: str, nbytes: int, n: int, hw: Hardware, algo: str) -> dict[str, Any]:

@@ -246,6 +246,9 @@ def test_all_peer_order_matches_the_simulator_units() -> None:
         ("bulk-g1-M-cu", r"\(-cu\).*runs is 'bulk-g1-M-dma'"),
         ("ficco-g8-M-cu-s2-rb", r"\(-s2\).*\(-cu\).*runs is 'ficco-g8-M-dma-rb'"),
         ("ficco-g8-M-cu-p1-ll", r"\(-p1\).*\(-cu\).*runs is 'ficco-g8-M-dma-ll'"),
+        ("shard-g8-M-ep-rsum", r"\(-ep\).*\(-rsum\).*runs is 'shard-g8-M-dma-rb'"),
+        ("shard-g8-M-dma-fk", r"\(-fk\).*runs is 'shard-g8-M-dma'"),
+        ("shard-g8-M-dma-s2-ll-rsum", r"\(-s2\).*\(-rsum\).*runs is 'shard-g8-M-dma-ll-rb'"),
         ("bulk-g1-M-dma-rb", "bulk is one GEMM"),
         ("bulk-g1-M-dma-ll", "bulk is one GEMM"),
         ("bulk-g8-M-dma", "bulk is one GEMM"),
@@ -270,15 +273,16 @@ def test_every_suffix_the_grammar_has_is_executed_or_refused() -> None:
     base = Plan.from_schedule("shard-g16-M-dma", 8)
     executed = {"-ll": ("local_first", False), "-rb": ("reduce", "batched")}
     same = {"-lf", "-s1"}  # the defaults spelled out: local first, one stream
-    refused = {"-cu", "-s2", "-p1"}
-    assert NAME_RE.pattern.count("(?:-") == 4 and GRAMMAR.count("[-") == 4, "the grammar changed"
+    refused = {"-cu", "-ep", "-s2", "-p1", "-rsum", "-fk"}  # executors -cu / -ep replace -dma
+    assert NAME_RE.pattern.count("(?:-") == 5 and GRAMMAR.count("[-") == 5, "the grammar changed"
+    assert "(cu|dma|ep)" in NAME_RE.pattern, "the executors changed"
     for suffix, (field, value) in executed.items():
         assert dict(Plan.from_schedule("shard-g16-M-dma" + suffix, 8).fields())[field] == value
         assert dict(base.fields())[field] != value
     for suffix in same:
         assert Plan.from_schedule("shard-g16-M-dma" + suffix, 8) == base
     for suffix in refused:
-        name = "shard-g16-M-cu" if suffix == "-cu" else "shard-g16-M-dma" + suffix
+        name = "shard-g16-M" + suffix if suffix in ("-cu", "-ep") else "shard-g16-M-dma" + suffix
         with pytest.raises(ValueError, match=f"\\({suffix}\\)"):
             Plan.from_schedule(name, 8)
 

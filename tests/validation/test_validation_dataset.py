@@ -96,7 +96,7 @@ time_us = 27.42
 
 def test_a_good_row_loads_with_defaults():
     (r,) = parse_rows(GOOD, "t.toml")
-    assert r.workload == {"op": "all_reduce", "nbytes": 1048576, "gpus": 8, "algo": "auto"}
+    assert r.workload == {"op": "all_reduce", "nbytes": 1048576, "gpus": 8, "algo": "auto", "timing": "host"}
     assert r.measured == 27.42 and r.unit == "us" and r.origin == "t.toml"
 
 

@@ -280,6 +280,25 @@ class Collective(_Strict):
     nvls_channels: int = Field(default=0, ge=0, description="CUs an NVLS kernel runs on (0 = as channels)")
 
 
+class Fused(_Strict):
+    """Costs of fused GEMM + collective kernels (Flux, PyTorch async-TP), the named implementations of
+    :mod:`t3.schedules.ficco` (executor ``ep``, ``-rsum``). The defaults charge nothing extra."""
+
+    store_Bps_per_cu: float | None = Field(
+        default=None,
+        gt=0,
+        description="bytes/s of remote stores one CU drains from a GEMM's epilogue (executor ep): a wave's"
+        " CUs stay busy until its tiles' stores to their owners drained (unset = compute.cu_copy_Bps)",
+    )
+    reduce_hbm_fraction: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="fraction of hbm.bandwidth_Bps a library sum kernel over N stacked partials reaches"
+        " (-rsum; 1 = no limit beyond the memory model)",
+    )
+
+
 class Hardware(_Strict):
     name: str
     description: str = ""
@@ -292,6 +311,7 @@ class Hardware(_Strict):
     tracker: Tracker = Tracker()
     mca: Mca = Mca()
     collective: Collective = Collective()
+    fused: Fused = Fused()
 
     def with_overrides(self, overrides: dict[str, Any]) -> Hardware:
         """A new validated Hardware with dotted-path overrides applied (``{"link.bandwidth_Bps": 1e11}``)."""

@@ -21,6 +21,8 @@ COLORS = {
 CAT_COLORS = {
     "gemm_read": "#1565c0", "gemm_write": "#64b5f6", "rs_read": "#e65100", "rs_write": "#ffb74d",
     "ag_read": "#2e7d32", "ag_write": "#81c784", "gemm": "#1565c0", "rs": "#e65100", "ag": "#2e7d32",
+    "gemm read": "#1565c0", "gemm write": "#64b5f6", "rs read": "#e65100", "rs write": "#ffb74d",
+    "ag read": "#2e7d32", "ag write": "#81c784",
 }  # fmt: skip
 SHORT = {"mega-gpt-2": "MG2", "t-nlg": "TNLG", "gpt-3": "GPT3", "palm": "PaLM", "mt-nlg": "MTNLG"}
 META = {"Software": None}  # no version string in the PNG: same inputs -> same bytes
@@ -106,7 +108,7 @@ def hbm_timeline(timelines: list[dict], path: Path, what: str) -> str:
         ax.set_xlim(0, xs[-1] if xs else 1)
         ax.axhline(tl["capacity_Bps"] / 1e9, color="black", ls="--", lw=0.7, label="sustainable HBM")
         ax.set_title(f"{what}: {tl['config']} ({tl['time_s'] * 1e6:.0f} µs)", fontsize=9)
-        ax.set_ylabel(f"HBM GB/s ({tl['bin_s'] * 1e6:.0f} µs bins)")
+        ax.set_ylabel(f"HBM channel GB/s ({tl['bin_s'] * 1e6:.0f} µs bins)")
         ax.legend(fontsize=7, loc="upper right")
     axes[-1, 0].set_xlabel("time (µs)")
     return _save(fig, path)

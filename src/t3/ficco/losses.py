@@ -31,7 +31,13 @@ from dataclasses import dataclass, field, replace
 
 from t3.config.hardware import Hardware
 from t3.ficco.space import Axes, FiccoOperator, check_fits, enumerate_space
-from t3.schedules.ficco import ficco_schedule, gemm_alone_schedule, plan_pieces, shape_of
+from t3.schedules.ficco import (
+    ficco_schedule,
+    fused_gemm_alone_schedule,
+    gemm_alone_schedule,
+    plan_pieces,
+    shape_of,
+)
 from t3.sim.engine import Engine
 from t3.workload.sublayers import GemmShape
 
@@ -151,6 +157,8 @@ class LossModel:
         )
 
     def decomposition_gemm_s(self, ax: Axes) -> float:
+        if ax.one_kernel:  # one kernel over the chunks: only chunk-edge tiles and lost L2 reuse remain
+            return self.makespan(fused_gemm_alone_schedule(self.fop, self.hw, ax)) - self.whole_gemm_s()
         pieces = plan_pieces(self.fop, self.hw, ax)
         total = sum(self.alone(tuple(shape_of(self.fop, ax, p, 0))) for p in pieces)
         return total - self.whole_gemm_s()
@@ -176,7 +184,8 @@ class LossModel:
         dg = 0.0 if ax.g == 1 else self.decomposition_gemm_s(ax)
         dc = 0.0
         if ax.comm != "bulk":
-            dc = self.overhead_s(ax) - self.overhead_s(Axes("bulk", 1, "M", ax.executor))
+            bulk = Axes("bulk", 1, "M", "cu" if ax.executor == "ep" else ax.executor)  # ep replaces the library's
+            dc = self.overhead_s(ax) - self.overhead_s(bulk)
         return Evaluation(ax.name, ax, t, ti, dg, dc)
 
 

@@ -13,7 +13,7 @@ A FiCCO *operator* is one communication-dependent GEMM on ``gpus`` GPUs:
   (rows, k, n). ``skew`` in [0, 1) makes routing uneven: expert h receives a share
   ``(1 + skew * (N-1-2h)/(N-1)) / N`` of every GPU's rows (GPU 0 hottest, ``1+skew`` times the mean).
 
-A *schedule* is a point on these axes, named ``<comm>-g<G>-<split>-<exec>[-p<D>][-s2][-ll]``:
+A *schedule* is a point on these axes, named ``<comm>-g<G>-<split>-<exec>[-p<D>][-s2][-ll][-rb|-rsum][-fk]``:
 
 =========  =========================================================================================
 comm       ``bulk`` (one collective, no overlap), ``shard`` (N-1 peer-to-peer steps, one link per
@@ -21,7 +21,10 @@ comm       ``bulk`` (one collective, no overlap), ``shard`` (N-1 peer-to-peer st
 g<G>       compute granularity: number of GEMM pieces (1, N, 2N, 4N, N^2)
 split      dimension the GEMM is cut along: ``M`` (independent rows), ``K`` (partial sums that
            accumulate in the output; ag-gemm), ``N`` (column blocks; gemm-rs)
-exec       who moves the bytes: ``cu`` (a communication kernel on CUs) or ``dma`` (DMA engines)
+exec       who moves the bytes: ``cu`` (a communication kernel on CUs), ``dma`` (DMA engines) or ``ep``
+           (gemm-rs: the GEMM's own epilogue stores each output tile to the GPU that owns its rows; the
+           wave's CUs stay busy until the stores drained, ``fused.store_Bps_per_cu``; implies one fused
+           GEMM kernel, like ``-fk``)
 -p<D>      prefetch depth: step t's transfers wait until the compute of step t-D finished (bounded
            landing buffers); absent = unbounded (all transfers issue as early as possible)
 -s2        two compute streams (piece i waits for piece i-2, not i-1); absent = one stream
@@ -30,7 +33,17 @@ exec       who moves the bytes: ``cu`` (a communication kernel on CUs) or ``dma`
            sub-block j; shard: everything) in one reduction kernel on all CUs once they landed;
            absent = incremental: each arrival is added to the owner's accumulator as it lands, on
            the communication kernel's CUs
+-rsum      gemm-rs: one library sum kernel over the N stacked partials (``torch.sum``), after every
+           partial landed, reaching ``fused.reduce_hbm_fraction`` of the HBM peak (Flux's and PyTorch
+           async-TP's final reduction)
+-fk        one fused GEMM kernel: the G pieces are the row chunks of a single persistent GEMM (one
+           launch, one plan, waves run on across chunks) whose tiles wait for their own data (ag-gemm)
+           or signal their own rows (gemm-rs) instead of G kernels; split M, one stream, no prefetch
 =========  =========================================================================================
+
+Names with ``ep``, ``-rsum`` or ``-fk`` are *named implementations* of real fused kernels (Flux, async
+TP): they can be run by name (``t3.api.overlap``, the validation rows) but are not part of the space
+:func:`candidates` enumerates, so FiCCO's exploration, selectors and training data do not see them.
 
 Illegal combinations are reported with a reason by :func:`legality`, never raised mid-run.
 """
@@ -48,13 +61,16 @@ from t3.workload.sublayers import DTYPE_BYTES
 OPS = ("ag-gemm", "gemm-rs", "moe")
 COMMS = ("bulk", "shard", "ficco")
 SPLITS = ("M", "K", "N")
-EXECS = ("cu", "dma")
+EXECS = ("cu", "dma")  # the executors of the explored space
+NAMED_EXECS = ("ep",)  # executors of named implementations only (not enumerated by candidates())
 
 NAME_RE = re.compile(
-    r"^(bulk|shard|ficco)-g(\d+)-([MKN])-(cu|dma)(?:-p(\d+))?(?:-s([12]))?(?:-(ll|lf))?(?:-(rb))?$"
+    r"^(bulk|shard|ficco)-g(\d+)-([MKN])-(cu|dma|ep)(?:-p(\d+))?(?:-s([12]))?(?:-(ll|lf))?(?:-(rb|rsum))?"
+    r"(?:-(fk))?$"
 )
-GRAMMAR = "<bulk|shard|ficco>-g<pieces>-<M|K|N>-<cu|dma>[-p<depth>][-s2][-ll][-rb]"
-REDUCES = ("inc", "batched")
+GRAMMAR = "<bulk|shard|ficco>-g<pieces>-<M|K|N>-<cu|dma|ep>[-p<depth>][-s2][-ll][-rb|-rsum][-fk]"
+REDUCES = ("inc", "batched", "sum")
+_REDUCE_SUFFIX = {"batched": "-rb", "sum": "-rsum"}
 
 
 @functools.lru_cache(maxsize=256)
@@ -148,7 +164,14 @@ class Axes:
     prefetch: int = 0  # 0 = unbounded
     streams: int = 1
     local_first: bool = True
-    reduce: str = "inc"  # gemm-rs: "inc" (each arrival as it lands) or "batched" (per step, all CUs)
+    reduce: str = "inc"  # gemm-rs: "inc" (each arrival as it lands), "batched" (per step, all CUs) or
+    # "sum" (one library sum kernel over the stacked partials at the end)
+    fused: bool = False  # -fk: the pieces are row chunks of one persistent GEMM kernel
+
+    @property
+    def one_kernel(self) -> bool:
+        """The GEMM runs as one fused kernel (``-fk``, or epilogue stores, which imply it)."""
+        return self.fused or self.executor == "ep"
 
     @property
     def name(self) -> str:
@@ -159,16 +182,20 @@ class Axes:
             s += "-s2"
         if not self.local_first:
             s += "-ll"
-        if self.reduce == "batched":
-            s += "-rb"
+        s += _REDUCE_SUFFIX.get(self.reduce, "")
+        if self.fused:
+            s += "-fk"
         return s
 
     def as_dict(self) -> dict:
-        return {
+        d = {
             "comm": self.comm, "pieces": self.g, "split": self.split, "executor": self.executor,
             "prefetch": self.prefetch or None, "streams": self.streams, "local_first": self.local_first,
             "reduce": self.reduce,
         }  # fmt: skip
+        if self.fused:
+            d["fused"] = True
+        return d
 
 
 def parse_name(name: str) -> Axes:
@@ -176,12 +203,13 @@ def parse_name(name: str) -> Axes:
     mt = NAME_RE.match(name.strip())
     if not mt:
         raise ConfigError(f"schedule: '{name}' does not match {GRAMMAR}")
-    comm, g, split, ex, p, s, loc, red = mt.groups()
+    comm, g, split, ex, p, s, loc, red, fk = mt.groups()
     if int(g) < 1:
         raise ConfigError(f"schedule: '{name}': pieces must be >= 1")
     if p is not None and int(p) < 1:
         raise ConfigError(f"schedule: '{name}': prefetch depth must be >= 1")
-    return Axes(comm, int(g), split, ex, int(p or 0), int(s or 1), loc != "ll", "batched" if red else "inc")
+    reduce = {"rb": "batched", "rsum": "sum"}.get(red or "", "inc")
+    return Axes(comm, int(g), split, ex, int(p or 0), int(s or 1), loc != "ll", reduce, fk is not None)
 
 
 def check_fits(fop: FiccoOperator, hw: Hardware) -> None:
@@ -229,13 +257,19 @@ def legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
     """``None`` if the schedule can be built, else the reason it cannot (one line)."""
     n = fop.gpus
     topo = hw.topology.kind
-    if ax.comm not in COMMS or ax.split not in SPLITS or ax.executor not in EXECS or ax.reduce not in REDUCES:
+    if (
+        ax.comm not in COMMS or ax.split not in SPLITS or ax.executor not in EXECS + NAMED_EXECS
+        or ax.reduce not in REDUCES
+    ):  # fmt: skip
         return "unknown axis value"
-    if ax.reduce == "batched":
+    if ax.reduce in ("batched", "sum"):
         if fop.op != "gemm-rs" or ax.comm == "bulk":
             return "batched reductions apply to overlapped GEMM -> reduce-scatter only"
         if topo == "ring":
             return "a ring reduce-scatter reduces at every hop (running partial sums): nothing to batch"
+    why = _fused_legality(fop, hw, ax)
+    if why:
+        return why
     if topo in ("mesh", "switch") and n > hw.topology.gpus:
         return f"{n} GPUs exceed the {topo} of {hw.topology.gpus} GPUs"
     if fop.op == "moe" and topo == "ring":
@@ -264,6 +298,38 @@ def legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
         plan_pieces(fop, hw, ax)
     except ScheduleError as err:
         return str(err)
+    return None
+
+
+def _fused_legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
+    """Reasons a one-kernel implementation (``-fk``, ``ep``) cannot be built (None: no objection)."""
+    if ax.executor == "ep":
+        if fop.op != "gemm-rs":
+            return "epilogue stores (ep) send a GEMM's output tiles: GEMM -> reduce-scatter only"
+        if hw.topology.kind == "ring":
+            return "epilogue stores (ep) go straight to the owner: a ring has no direct path to every GPU"
+        if ax.reduce == "inc":
+            return (
+                "epilogue stores (ep) land every peer's partial in its own buffer slot: the owner reduces them "
+                "in a kernel (-rb or -rsum)"
+            )
+        if ax.fused:
+            return "epilogue stores (ep) are one fused kernel already: drop -fk"
+    if not ax.one_kernel:
+        return None
+    what = "epilogue stores (ep)" if ax.executor == "ep" else "one fused kernel (-fk)"
+    if ax.comm == "bulk":
+        return f"{what}: bulk has no overlap to fuse"
+    if fop.op == "moe":
+        return f"{what}: an expert FFN is two GEMMs; not modelled for moe"
+    if ax.split != "M":
+        return f"{what}: the pieces are row chunks of one GEMM (split M)"
+    if ax.g == 1:
+        return f"{what}: one piece is one kernel already (use g1 without it, or more pieces)"
+    if ax.streams != 1:
+        return f"{what}: one kernel has no second stream"
+    if ax.prefetch:
+        return f"{what}: a wave spanning two chunks would wait for data its own chunk's prefetch bound holds back"
     return None
 
 

@@ -80,9 +80,10 @@ class Plan:
 
         Refused: ``-cu`` (the runtime's communication thread and the backend move the bytes beside the
         GEMM thread, as DMA engines do: that is ``-dma``; no communication runs on the GEMM's compute
-        thread), ``-s2`` (one compute thread), ``-p<D>`` (no prefetch bound), and ``bulk`` names other
-        than ``bulk-g1-M-dma[-lf]`` (as in the simulator's legality rules). The message names the
-        closest schedule the runtime runs."""
+        thread), ``-s2`` (one compute thread), ``-p<D>`` (no prefetch bound), the named implementations'
+        ``-ep`` (epilogue stores to peers), ``-fk`` (one fused GEMM kernel) and ``-rsum`` (a sum kernel at
+        the end), and ``bulk`` names other than ``bulk-g1-M-dma[-lf]`` (as in the simulator's legality
+        rules). The message names the closest schedule the runtime runs."""
         from t3.errors import T3Error
         from t3.ficco.space import parse_name
 
@@ -100,8 +101,23 @@ class Plan:
                 "a communication kernel on the compute units (-cu): the runtime's communication thread "
                 "and the backend move the bytes beside the GEMM thread, as DMA engines do (-dma)"
             )
+        if ax.executor == "ep":
+            missing.append(
+                "stores to peers from the GEMM's epilogue (-ep): the runtime's GEMM thread writes its tiles "
+                "locally and the communication thread sends them, as DMA engines do (-dma)"
+            )
+        if ax.fused:
+            missing.append("one fused GEMM kernel over all pieces (-fk): the runtime runs one GEMM call per piece")
+        if ax.reduce == "sum":
+            missing.append(
+                "a library sum kernel after every partial landed (-rsum): the runtime reduces each transfer "
+                "step's partials as they complete (-rb)"
+            )
         if missing:
-            near = replace(ax, streams=1, prefetch=0, executor="dma").name
+            near = replace(
+                ax, streams=1, prefetch=0, executor="dma", fused=False,
+                reduce="batched" if ax.reduce == "sum" else ax.reduce,
+            ).name  # fmt: skip
             raise ValueError(
                 f"plan: '{name}': not implemented in the runtime: {'; '.join(missing)}. "
                 f"The closest schedule the runtime runs is '{near}'"

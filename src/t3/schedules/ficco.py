@@ -25,6 +25,23 @@ ag-gemm / moe dispatch the unit comes from GPU g-o, for gemm-rs / moe combine it
   link of a GPU at full rate) and the GEMM pieces are planned on the rest; with ``dma`` the GEMM keeps
   every CU.
 
+Named implementations of real fused kernels (selectable by name, never enumerated by the explorer):
+
+- ``-fk`` (one fused kernel): the G pieces are the row chunks, in processing order, of *one* GEMM plan
+  (one launch; waves run on across chunk boundaries, so no per-piece wave quantization or launch).
+  ag-gemm: a wave's first load waits for the arrival of every unit of the chunks its tiles belong to
+  (tile-wise waits on data the DMA engines or the CU kernel copied: Flux's all-gather GEMM). gemm-rs: a
+  chunk's transfers start when the last wave holding its tiles ended (per-tile signals).
+- executor ``ep`` (epilogue stores, gemm-rs): one fused kernel whose epilogue stores every output tile
+  to the GPU that owns its rows (straight into that GPU's buffer slot for this sender). The stores of a
+  wave go out after its compute, and the wave's CUs are not free for the next wave until they drained:
+  a *store* op per wave holds them, at ``fused.store_Bps_per_cu`` per CU, the link's achievable rate
+  and the owners' HBM, plus one link latency for the completion. Remote tiles bypass the local L2.
+- ``-rsum``: one library sum kernel over the N stacked partials of the owner's block (``torch.sum``
+  in Flux's and async-TP's reduce-scatter), after every partial landed: N reads + 1 write on all CUs,
+  its HBM use capped at ``fused.reduce_hbm_fraction`` of ``hbm.bandwidth_Bps`` (the kernel is
+  instruction-bound, not bandwidth-bound).
+
 Modes: ``full`` (the schedule), ``ideal`` (same DAG, but communication gets its own HBM and CU pool
 and the GEMM pieces are planned for all CUs: nothing is shared; the contention-free reference),
 ``ideal-own`` (nothing shared either, but the GEMM pieces keep the plans of ``full``, i.e. for the
@@ -43,7 +60,7 @@ from t3.errors import ScheduleError
 from t3.ficco.space import Axes, FiccoOperator
 from t3.ops.collectives import Executor, all_gather, all_to_all, reduce_scatter, transfer_work
 from t3.ops.gemm import GemmPlan, add_gemm, plan_gemm
-from t3.sim.schedule import Ref, Schedule, ScheduleBuilder
+from t3.sim.schedule import Ref, Schedule, ScheduleBuilder, hbm_timing
 from t3.workload.sublayers import GemmShape
 
 Unit = tuple[int, int]
@@ -219,6 +236,9 @@ class _Gen:
         if ax.comm == "bulk":
             self.ex = Executor(ax.executor, None, "comm")
             self.gemm_cus = hw.compute.cus
+        elif ax.executor == "ep":  # the GEMM's epilogue moves the bytes: no communication kernel
+            self.ex = Executor("cu", k, "comm")  # (unused: no transfer ops)
+            self.gemm_cus = hw.compute.cus
         else:
             self.ex = Executor(ax.executor, k, "comm")
             own = ax.executor == "cu" and mode in ("full", "ideal-own")
@@ -321,6 +341,9 @@ class _Gen:
     # ---- compute ------------------------------------------------------------------------------
     def compute(self, arr: dict[tuple[int, Unit], list[Ref]]) -> None:
         b, ax = self.b, self.ax
+        if ax.one_kernel:
+            self.fused_compute(arr)
+            return
         for g in b.gpus:
             for p in self.pieces:
                 deps: list[Ref] = []
@@ -346,10 +369,87 @@ class _Gen:
                     deps = add_gemm(b, g, self.plans[key], prefix=pre, deps=deps)[-1:]
                 b.add(g, f"p{p.index}.end", kind="piece", cat="gemm", deps=deps)
 
+    def fused_compute(self, arr: dict[tuple[int, Unit], list[Ref]]) -> None:
+        """One GEMM kernel over the pieces' row chunks (``-fk`` / ``ep``): per wave a prologue and a body
+        (as :func:`t3.ops.gemm.add_gemm`), the prologue waiting for the previous wave to retire and for
+        the data of the chunks the wave's tiles belong to; with ``ep`` a store op per wave after its
+        body; ``p<i>.end`` marks the retirement of chunk i's last wave."""
+        b, ax, hw = self.b, self.ax, self.hw
+        plan = fused_plan(self.fop, hw, ax, self.gemm_cus)
+        ep = ax.executor == "ep"
+        geo = wave_unit_bytes(self.fop, ax, plan, self.pieces)
+        for g in b.gpus:
+            cu, hbm, hbm_w = b.cu(g), b.hbm(g), b.hbm_w(g)
+            retire: Ref | None = None
+            last_of: dict[int, Ref] = {}
+            for w in plan.waves:
+                chunks = [ch for ch, _, _ in w.segments]
+                deps: list[Ref] = [] if retire is None else [retire]
+                for ch in chunks:
+                    for u in self.pieces[ch].units:
+                        deps += [r for r in arr.get((g, u), []) if r not in deps]
+                body = (g, f"f.C{w.index}")
+                remote: dict[int, float] = {}  # ep: bytes of the wave's tiles by owner offset
+                if ep:
+                    for (o, _), v in geo[w.index].items():
+                        if o:
+                            remote[o] = remote.get(o, 0.0) + v
+                if self.mode == "comm":
+                    b.add(g, body[1], kind="piece", cat="gemm", deps=deps)
+                else:
+                    b.add(
+                        g, f"f.L{w.index}", kind="gemm-load", cat="gemm", work=[(hbm, w.prologue_bytes)],
+                        delay_s=hw.compute.kernel_launch_s if w.index == 0 else 0.0, deps=deps,
+                        traffic={"gemm_read": w.prologue_bytes}, window=w.window_bytes,
+                    )  # fmt: skip
+                    written = sum(w.write_bytes.values())
+                    # ep: the remote tiles land in their owners' HBM as the wave writes them (posted
+                    # writes, absorbed there while every GPU computes the same wave)
+                    landing = [(b.hbm_w(g + o), nb) for o, nb in sorted(remote.items())]
+                    local = written - sum(remote.values())
+                    body_reads = w.read_bytes - w.prologue_bytes
+                    b.add(
+                        g, body[1], kind="gemm-compute", cat="gemm",
+                        work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, local)] + landing,
+                        caps=[(cu, float(w.cus_used))], deps=[(g, f"f.L{w.index}")],
+                        traffic={"gemm_read": body_reads, "gemm_write": written}, window=w.window_bytes,
+                    )  # fmt: skip
+                retire = body
+                if remote:
+                    retire = self._epilogue_stores(g, w.index, w.cus_used, remote, body)
+                for ch in chunks:
+                    last_of[ch] = retire
+            for p in self.pieces:
+                b.add(g, f"p{p.index}.end", kind="piece", cat="gemm", deps=[last_of[p.index]])
+
+    def _epilogue_stores(self, g: int, wave: int, cus_used: int, remote: dict[int, float], body: Ref) -> Ref:
+        """The drain of one wave's remote tiles (``remote``: bytes by owner offset): link bytes to each
+        owner and the wave's CUs busy at ``fused.store_Bps_per_cu`` each, then one link latency for the
+        completion the wave waits for before it retires (the landing writes are the body's)."""
+        b, hw = self.b, self.hw
+        cu = b.cu(g)  # the GEMM's CUs (never a private pool: the wave holds them)
+        rate = hw.fused.store_Bps_per_cu or hw.compute.cu_copy_Bps
+        wire = 1.0 / hw.collective.link_efficiency
+        total = sum(remote.values())
+        b.side = "comm"
+        work = [(cu, total / rate)]
+        for o, nb in sorted(remote.items()):
+            work += [(r, nb * wire) for r in b.path(g, g + o)]
+        key = f"f.S{wave}"
+        b.add(
+            g, key, kind="remote-store", cat="rs", work=work, caps=[(cu, float(cus_used))],
+            delay_s=hw.link.latency_s, deps=[body], traffic={"link": total},
+        )  # fmt: skip
+        b.side = "gemm"
+        return (g, key)
+
     # ---- reduce-scatter / combine -------------------------------------------------------------
     def scatter(self) -> None:
         b, n, ax, fop = self.b, self.n, self.ax, self.fop
         last = self.piece_end
+        if ax.executor == "ep":
+            self._epilogue_reductions()
+            return
         if ax.comm == "bulk":
             b.side = "comm"
             if fop.op == "moe":
@@ -391,7 +491,7 @@ class _Gen:
                     self.send(g, dst, key, self.jbytes(g, jj, "out"), deps, cat)
                     if moe:
                         continue
-                    if ax.reduce == "batched":
+                    if ax.reduce != "inc":
                         continue
                     # the owner g reduces the arrival from g-o into its accumulator
                     c = self.jbytes(g, jj, "out")
@@ -408,13 +508,58 @@ class _Gen:
                     self._batched_reduce(
                         g, jj, key_of=lambda o, jj=jj: f"c.f{jj}.{o}" if ax.comm == "ficco" else f"c.s{o}"
                     )
+            if ax.reduce == "sum" and not moe and not self.ring:
+                landed = [
+                    (g - o, f"c.f{jj}.{o}" if ax.comm == "ficco" else f"c.s{o}")
+                    for jj in self.jsets for o in range(1, n)
+                ]  # fmt: skip
+                self._sum_reduce(g, landed + self.pieces_with(g, 0, "a"))
 
-    def _batched_reduce(self, g: int, jj, key_of) -> None:
+    def _epilogue_reductions(self) -> None:
+        """``ep``: the owner reduces the partials its peers' epilogues stored into its buffer slots:
+        per transfer step set (``-rb``) once the waves that stored them retired, or one sum kernel at the
+        end (``-rsum``). A wave's stores land before it retires, and a GPU's waves retire in order."""
+        b, n, ax = self.b, self.n, self.ax
+        plan = fused_plan(self.fop, self.hw, ax, self.gemm_cus)
+        geo = wave_unit_bytes(self.fop, ax, plan, self.pieces)
+        last_store: dict[Unit, int] = {}
+        for w in plan.waves:
+            for u in geo[w.index]:
+                last_store[u] = w.index
+        for g in b.gpus:
+            if ax.reduce == "sum":
+                final = max(last_store[u] for u in last_store if u[0])
+                self._sum_reduce(g, [(g - o, f"f.S{final}") for o in range(1, n)] + self.pieces_with(g, 0, "a"))
+                continue
+            for jj in self.jsets:
+                js = range(n) if jj == "a" else [jj]
+                deps = [(g - o, f"f.S{last_store[(o, j)]}") for o in range(1, n) for j in js]
+                self._batched_reduce(g, jj, deps=deps + self.pieces_with(g, 0, jj))
+
+    def _sum_reduce(self, g: int, deps: list[Ref]) -> None:
+        """Owner g sums its N stacked partials (N reads + 1 write of its block) in one library kernel on
+        all CUs after ``deps``; the kernel reaches ``fused.reduce_hbm_fraction`` of the HBM peak."""
+        b, n, hw = self.b, self.n, self.hw
+        c = self.jbytes(g, "a", "out")
+        b.side = "comm"
+        wide = Executor("cu", hw.compute.cus, "reduce")
+        hbm = b.hbm(g)
+        b.add(
+            g, "rsum", kind="reduce", cat="rs", delay_s=hw.compute.kernel_launch_s,
+            work=[(hbm, n * c), (b.hbm_w(g), c)] + wide.reduce_work(b, g, (n + 1) * c),
+            caps=[(hbm, hw.fused.reduce_hbm_fraction * hw.hbm.bandwidth_Bps)], deps=deps,
+            traffic={"rs_read": n * c, "rs_write": c},
+        )  # fmt: skip
+        b.side = "gemm"
+
+    def _batched_reduce(self, g: int, jj, key_of=None, deps: list[Ref] | None = None) -> None:
         """Owner g adds the N-1 landed partials of step set ``jj`` and its own piece in one reduction
-        kernel on all CUs: N reads + 1 write of a block, after every partial landed (a kernel launch)."""
+        kernel on all CUs: N reads + 1 write of a block, after every partial landed (a kernel launch).
+        ``key_of(o)``: the transfer from g-o that lands them (or the refs ``deps``, local piece included)."""
         b, n = self.b, self.n
         c = self.jbytes(g, jj, "out")
-        deps = [(g - o, key_of(o)) for o in range(1, n)] + self.pieces_with(g, 0, jj)
+        if deps is None:
+            deps = [(g - o, key_of(o)) for o in range(1, n)] + self.pieces_with(g, 0, jj)
         prev = self._prev_j(jj)
         if prev is not None:
             deps.append((g, f"r{prev}"))  # one reduction stream
@@ -445,6 +590,87 @@ def ficco_schedule(
     if symmetric and not fop.symmetric:
         raise ScheduleError("symmetric: skewed MoE routing needs the all-GPU mode")
     return _Gen(fop, hw, ax, mode, symmetric).build()
+
+
+def fused_plan(fop: FiccoOperator, hw: Hardware, ax: Axes, cus: int | None = None) -> GemmPlan:
+    """The one GEMM plan of a fused kernel (``-fk`` / ``ep``): the whole GEMM, its rows cut into the
+    pieces' chunks in processing order; with ``ep`` the chunks that hold no local unit store around the
+    L2 (remote stores do not allocate in it)."""
+    pieces = plan_pieces(fop, hw, ax)
+    bypass = frozenset()
+    if ax.executor == "ep":
+        bypass = frozenset(p.index for p in pieces if all(o for o, _ in p.units))
+    shape = GemmShape(fop.m, fop.n, fop.k, fop.dtype)
+    return plan_gemm(shape, hw, cus=cus, chunks=len(pieces), bypass=bypass)
+
+
+def wave_unit_bytes(
+    fop: FiccoOperator, ax: Axes, plan: GemmPlan, pieces: list[Piece]
+) -> list[dict[Unit, float]]:
+    """Output bytes each wave of a fused plan writes, by unit (exact tile boxes: a tile that spans
+    several units' rows is split by rows; partial tiles at the edges hold only their own rows)."""
+    n = fop.gpus
+    unit_rows = fop.m // (n * n)
+    out: list[dict[Unit, float]] = []
+    for w in plan.waves:
+        d: dict[Unit, float] = {}
+        for ch, a, e in w.segments:
+            units = pieces[ch].units
+            base = ch * plan.chunk_rows
+            for t in range(a, e):
+                r0, r1, c0, c1 = plan.tile_box(ch, t)
+                row_bytes = (c1 - c0) * fop.eb
+                r = r0
+                while r < r1:
+                    k = (r - base) // unit_rows
+                    top = min(r1, base + (k + 1) * unit_rows)
+                    u = units[k]
+                    d[u] = d.get(u, 0.0) + (top - r) * row_bytes
+                    r = top
+        out.append(d)
+    return out
+
+
+def epilogue_breakdown(fop: FiccoOperator, hw: Hardware, ax: Axes) -> dict[str, float]:
+    """Closed-form parts (s) of an ``ep`` implementation on an idle node, every GPU alike (the engine's
+    result while the reduction does not overlap the GEMM, i.e. ``-rsum``): ``gemm_s`` (the fused plan
+    alone: launch, every wave's prologue and body; the remote tiles land in their owners' HBM as the
+    wave writes them, which by symmetry is what each GPU receives), ``drain_s`` (every wave's store
+    drain: one link latency plus its remote bytes at the slower of the wave's CUs' store rate and the
+    link), ``reduce_s`` (launch + (N+1) blocks at the reduction's HBM cap) and ``total_s``."""
+    plan = fused_plan(fop, hw, ax)
+    geo = wave_unit_bytes(fop, ax, plan, plan_pieces(fop, hw, ax))
+    rate = hw.fused.store_Bps_per_cu or hw.compute.cu_copy_Bps
+    link = hw.link.bandwidth_Bps * hw.collective.link_efficiency
+    switch = hw.topology.kind == "switch"
+    gemm = hw.compute.kernel_launch_s
+    drain = 0.0
+    for w in plan.waves:
+        p, body = plan.wave_alone_s(w, hw)
+        gemm += p + body
+        by_o: dict[int, float] = {}
+        for (o, _), v in geo[w.index].items():
+            if o:
+                by_o[o] = by_o.get(o, 0.0) + v
+        if not by_o:
+            continue
+        tot = sum(by_o.values())
+        # a switch port carries all of a GPU's stores; a mesh link those to one peer
+        wire = tot if switch else max(by_o.values())
+        drain += hw.link.latency_s + max(tot / (w.cus_used * rate), wire / link)
+    n = fop.gpus
+    c = fop.m // n * fop.n * fop.eb
+    hbm_cap = hw.hbm.effective_Bps * hbm_timing(hw).eta(1.0 / (n + 1))  # N reads : 1 write
+    red_cap = min(hw.fused.reduce_hbm_fraction * hw.hbm.bandwidth_Bps, hbm_cap)
+    reduce = hw.compute.kernel_launch_s + (n + 1) * c / red_cap
+    return {"gemm_s": gemm, "drain_s": drain, "reduce_s": reduce, "total_s": gemm + drain + reduce}
+
+
+def fused_gemm_alone_schedule(fop: FiccoOperator, hw: Hardware, ax: Axes) -> Schedule:
+    """The fused kernel's GEMM (:func:`fused_plan`, all CUs) alone on one GPU, its stores local."""
+    b = ScheduleBuilder("fused-gemm-alone", hw, fop.gpus, symmetric=True)
+    add_gemm(b, 0, fused_plan(fop, hw, ax), prefix="g")
+    return b.build()
 
 
 def gemm_alone_schedule(shapes: list[tuple[GemmShape, bool]], hw: Hardware, n: int) -> Schedule:

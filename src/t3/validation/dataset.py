@@ -70,6 +70,9 @@ WORKLOADS: dict[str, dict[str, Field]] = {
         "nbytes": Field(int, minimum=1),
         "gpus": Field(int, 8, minimum=2),
         "algo": Field(str, "auto"),
+        # what the time measures: "host" (nccl-tests: CPU-timed, the kernel launch included) or
+        # "device" (the kernel's own span in a profile: no launch)
+        "timing": Field(str, "host", choices=("host", "device")),
     },
     "gemm_tflops": {
         "m": Field(int, minimum=1),

@@ -27,6 +27,7 @@ neighbour's op. Functional mode runs every GPU and carries values (:mod:`t3.func
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import replace
 from typing import Any
 
@@ -62,11 +63,26 @@ def _pieces(segs, p: int, q: int, cut: bool) -> list[Piece]:
     if not cut:
         return [(w, -1, a, b) for w, a, b in segs[p]]
     out = []
+    sq = segs[q]
+    if any(sq[k][2] > sq[k + 1][1] for k in range(len(sq) - 1)):  # not in tile order: every pair
+        for w1, a1, b1 in segs[p]:
+            for w2, a2, b2 in sq:
+                lo, hi = max(a1, a2), min(b1, b2)
+                if lo < hi:
+                    out.append((w1, w2, lo, hi))
+        return out
+    # both lists are in tile order and disjoint: merge them
+    j, m = 0, len(sq)
     for w1, a1, b1 in segs[p]:
-        for w2, a2, b2 in segs[q]:
+        while j < m and sq[j][2] <= a1:
+            j += 1
+        k = j
+        while k < m and sq[k][1] < b1:
+            w2, a2, b2 = sq[k]
             lo, hi = max(a1, a2), min(b1, b2)
             if lo < hi:
                 out.append((w1, w2, lo, hi))
+            k += 1
     return out
 
 
@@ -134,7 +150,7 @@ class T3Builder:
         self._out: dict[tuple[int, int], tuple[str, int, list[Piece], bool]] = {}
         self._senders: dict[tuple[int, int], list[tuple[int, int]]] = {}
         self._order = [stagger_order(g, n) for g in range(n)]
-        self._inc: dict[tuple[int, int], list[tuple[int, list[tuple[int, int, tuple[int, str]]]]]] = {}
+        self._inc: dict[tuple[int, int], list[tuple[int, int, list[Piece], list[int] | None]]] = {}
         self.counts = {"gemm_write_local": 0.0, "gemm_write_remote": 0.0, "triggers": 0, "dma_commands": 0}
 
     def _first_stage_intensity(self) -> float:
@@ -191,11 +207,20 @@ class T3Builder:
             senders = []
             for h, ph in self.senders(gpu, c):
                 _, _, pieces, _ = self.outgoing(h, ph)
-                senders.append([(a, b, (h, f"rs.{ph}.{i}")) for i, (_, _, a, b) in enumerate(pieces)])
+                ends = [b for _, _, _, b in pieces]
+                ordered = all(ends[k] <= pieces[k + 1][2] for k in range(len(pieces) - 1))
+                senders.append((h, ph, pieces, ends if ordered else None))
             self._inc[key] = senders
         refs = []
-        for pieces in senders:
-            refs += [ref for a, b, ref in pieces if a < hi and lo < b]
+        for h, ph, pieces, ends in senders:
+            # pieces in tile order: the first that ends after lo, then on while they start before hi
+            k0 = bisect_right(ends, lo) if ends is not None else 0
+            for k in range(k0, len(pieces)):
+                a, b = pieces[k][2], pieces[k][3]
+                if a >= hi and ends is not None:
+                    break
+                if a < hi and lo < b:
+                    refs.append((h, f"rs.{ph}.{k}"))
         return refs
 
     # ---- schedule -------------------------------------------------------------------------------

@@ -143,13 +143,17 @@ class Engine:
         cap = [r.capacity for r in res]
         policies = [r.policy for r in res]
         indeg = [len(op.deps) for op in ops]
-        children: list[list[int]] = [[] for _ in range(n)]
+        children: list[list[int] | None] = [None] * n
         # static per-op maximum rate (fraction of the op per second)
         xmax = [0.0] * n
         for op in ops:
             oid = op.id
             for d in op.deps:
-                children[d].append(oid)
+                kids = children[d]
+                if kids is None:
+                    children[d] = [oid]
+                else:
+                    kids.append(oid)
             x = inf
             dem = op.demands
             for r, a in dem:
@@ -199,6 +203,7 @@ class Engine:
                 if levels is not None:
                     levels[s].append((now, held[s]))
 
+        # work items: (op id << 2) | what, what: 0 = begin, 1 = enter (delay over), 2 = finish
         def drain() -> None:
             for q in queues:
                 while q and fits(q[0]):
@@ -206,20 +211,22 @@ class Engine:
                     s0 = ops[i].acquire[0][0]
                     wait_s[s0] += now - since.pop(i)
                     take(i)
-                    work.append((0, i))
+                    push(i << 2)
 
-        first = [(0, i) for i in range(n) if indeg[i] == 0]  # (0=begin|1=enter|2=finish, id)
+        first = [i << 2 for i in range(n) if indeg[i] == 0]
         if rng:
             rng.shuffle(first)
-        work: deque[tuple[int, int]] = deque(first)
+        work: deque[int] = deque(first)
         pop, push = work.popleft, work.append
-        heappush = heapq.heappush
+        heappush, heappop = heapq.heappush, heapq.heappop
 
         def process() -> bool:
             nonlocal seq
             changed = False
             while work:
-                what, i = pop()
+                w = pop()
+                i = w >> 2
+                what = w & 3
                 op: Op = ops[i]
                 if what == 0:
                     if op.acquire and not granted[i]:
@@ -240,13 +247,13 @@ class Engine:
                         heappush(heap, (now + d, seq, i))
                         seq += 1
                     else:
-                        push((1, i))
+                        push(w | 1)
                 elif what == 1:
                     if op.demands:
                         active.append(i)
                         changed = True
                     else:
-                        push((2, i))
+                        push(w | 2)
                 else:
                     end[i] = now
                     if op.on_finish is not None:
@@ -257,24 +264,26 @@ class Engine:
                             if levels is not None:
                                 levels[s].append((now, held[s]))
                         drain()
+                    kids = children[i]
+                    if kids is None:
+                        continue
                     if rng:
                         new = []
-                        for c in children[i]:
+                        for c in kids:
                             indeg[c] -= 1
                             if indeg[c] == 0:
-                                new.append((0, c))
+                                new.append(c << 2)
                         rng.shuffle(new)
                         work.extend(new)
                     else:
-                        for c in children[i]:
+                        for c in kids:
                             indeg[c] -= 1
                             if indeg[c] == 0:
-                                push((0, c))
+                                push(c << 2)
             return changed
 
         alloc = Allocator(ops, xmax, cap, policies, [r.timing for r in res])
         allocate = alloc.allocate
-        heappop = heapq.heappop
         dirty = process()
         while active or heap:
             if dirty and active:
@@ -310,11 +319,12 @@ class Engine:
                 active[:] = keep
                 if rng:
                     rng.shuffle(done)
-                work.extend([(2, i) for i in done])
+                for i in done:
+                    push(i << 2 | 2)
                 dirty = True
             while heap and heap[0][0] <= now:
-                push((1, heappop(heap)[2]))
-            if process():
+                push(heappop(heap)[2] << 2 | 1)
+            if work and process():
                 dirty = True
         if any(math.isnan(e) for e in end):
             raise _unfinished(ops, end, queues, sems, held)
@@ -389,12 +399,14 @@ class Allocator:
         n = len(ops)
         self.plain = [_plain(p) for p in policies]
         self.all_plain = all(self.plain)
-        self.dem = [op.demands for op in ops]
-        self.prio = [op.prio for op in ops]
-        self.window = [op.window for op in ops]
+        # per op, filled in by _prep on its first allocation
+        self.dem: list = [None] * n
+        self.prio: list = [None] * n
+        self.window: list = [None] * n
         self.mem = {r for r, t in enumerate(timings) if t is not None}
         # prepared on an op's first allocation (:meth:`_prep`)
         self.ready = [False] * n
+        self.uniq = [False] * n  # the op names each resource once
         # per op: (resource, maximum rate x amount), the load it puts on the resource at full speed
         self.xdem: list = [None] * n
         self.dem1: list = [None] * n  # demands of the first filling (closed streams' memory left out)
@@ -405,17 +417,20 @@ class Allocator:
         self._amemo: dict = {}
         sigs: dict = {}
         self.sig = [
-            sigs.setdefault((op.prio, xmax[i], tuple(op.demands), op.window, tuple(op.writes)), len(sigs))
+            sigs.setdefault((op.prio, xmax[i], op.window, *op.demands, None, *op.writes), len(sigs))
             for i, op in enumerate(ops)
         ]
 
     def _prep(self, i: int) -> None:
         op, mem, timings = self.ops[i], self.mem, self.timings
         x = self.xmax[i]
-        dem = op.demands
+        self.dem[i] = dem = op.demands
+        self.prio[i] = op.prio
+        self.window[i] = op.window
         self.xdem[i] = xdem = [(r, x * a) for r, a in dem]
         self.dem1[i], self.xdem1[i] = dem, xdem
         self.ready[i] = True
+        self.uniq[i] = len({r for r, _ in dem}) == len(dem)
         on_mem = False
         for r, _ in dem:
             if r in mem:
@@ -441,26 +456,63 @@ class Allocator:
 
     # ---- filling ------------------------------------------------------------------------------
     def _fill(self, active, capx, cap, rate, dem, xdem) -> None:
+        # (no comprehensions or generator expressions here: each costs a function call)
         policies, xmax, prio, plain = self.policies, self.xmax, self.prio, self.plain
-        p0 = prio[active[0]]
-        single = True
+        if len(active) == 1 and self.uniq[active[0]]:
+            # one op: the filling's first step, written out (the general loop below does the same
+            # arithmetic); it ends there unless rounding leaves the op unfrozen
+            i = active[0]
+            lvl = prio[i]
+            x = xmax[i]
+            c = capx[i]
+            step = 1.0
+            if c < x:
+                s = c / x
+                if s < step:
+                    step = s
+            left = []
+            for r, xa in xdem[i]:
+                cr = cap[r]
+                av = cr - 0.0 if plain[r] else policies[r].available(cr, cr - 0.0, lvl, 0.0)
+                s = av / xa
+                if s < step:
+                    step = s
+                left.append((av, xa, cr))
+            if step < 0:
+                step = 0.0
+            t = 0.0 + step
+            x *= t
+            frozen = t >= 1.0 - 1e-12 or x >= c * (1 - 1e-12)
+            if not frozen:
+                for av, xa, cr in left:
+                    if av - step * xa <= 1e-12 * cr:
+                        frozen = True
+                        break
+            if frozen:
+                rate[i] = c if x > c else x
+                return
+        groups: dict[int, list[int]] = {}
         for i in active:
-            if prio[i] != p0:
-                single = False
-                break
-        levels = [p0] if single else sorted({prio[i] for i in active})
-        last = levels[-1]
+            p = prio[i]
+            g = groups.get(p)
+            if g is None:
+                groups[p] = [i]
+            else:
+                g.append(i)
+        single = len(groups) == 1
+        levels = sorted(groups) if not single else list(groups)
+        first, last = levels[0], levels[-1]
         used: dict[int, float] = {}
         lower: dict[int, float] = {}
         policed = not self.all_plain
         if not single and policed:
             for i in active:
-                if prio[i] != levels[0]:
+                if prio[i] != first:
                     for r, xa in xdem[i]:
                         lower[r] = lower.get(r, 0.0) + xa
         for lvl in levels:
-            group = active if single else [i for i in active if prio[i] == lvl]
-            if lvl != levels[0] and policed:
+            group = active if single else groups[lvl]
+            if lvl != first and policed:
                 for i in group:
                     for r, xa in xdem[i]:
                         lower[r] -= xa
@@ -519,7 +571,13 @@ class Allocator:
                     for i in unfrozen:
                         x = xmax[i] * t
                         c = capx[i]
-                        if x >= c * (1 - 1e-12) or (sat is not None and any(r in sat for r, _ in dem[i])):
+                        frozen = x >= c * (1 - 1e-12)
+                        if not frozen and sat is not None:
+                            for r, _ in dem[i]:
+                                if r in sat:
+                                    frozen = True
+                                    break
+                        if frozen:
                             rate[i] = c if x > c else x
                         else:
                             nxt.append(i)
@@ -533,7 +591,13 @@ class Allocator:
     # ---- one event ----------------------------------------------------------------------------
     def allocate(self, active, rate) -> None:
         sig = self.sig
-        key = tuple(sorted([sig[i] for i in active]))
+        if len(active) == 1:
+            key = sig[active[0]]
+        elif len(active) == 2:
+            a, b = sig[active[0]], sig[active[1]]
+            key = (a, b) if a <= b else (b, a)
+        else:
+            key = tuple(sorted([sig[i] for i in active]))
         hit = self._amemo.get(key)
         if hit is not None:
             for i in active:

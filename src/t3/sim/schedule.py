@@ -121,6 +121,15 @@ class Schedule:
 Ref = tuple[int, Hashable]
 
 
+def _units(pairs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(semaphore, units) pairs that take or give back something, units as integers."""
+    out = []
+    for s, u in pairs:
+        if u > 0:
+            out.append((s, int(u)))
+    return out
+
+
 def hbm_timing(hw: Hardware) -> HbmTiming:
     """The memory model's closed forms for ``hw``'s DRAM (:mod:`t3.sim.memory`)."""
     h = hw.hbm
@@ -296,8 +305,8 @@ class ScheduleBuilder:
             prio,
             None,
             None,
-            [(s, int(u)) for s, u in acquire if u > 0] if acquire else [],
-            [(s, int(u)) for s, u in release if u > 0] if release else [],
+            _units(acquire) if acquire else [],
+            _units(release) if release else [],
             (sorted(writes.items()) if len(writes) > 1 else list(writes.items())) if writes else [],
             float(window),
         )

@@ -207,7 +207,21 @@ def tile_flops_per_s(hw: Hardware, tm: int, tn: int, dtype: str) -> float:
 _PLANS: dict = {}
 
 
+_HW_KEYS: dict[int, tuple[Hardware, tuple]] = {}
+
+
 def _key(hw: Hardware) -> tuple:
+    """The fields of ``hw`` a plan depends on (computed once per hardware object: it is immutable)."""
+    hit = _HW_KEYS.get(id(hw))
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    if len(_HW_KEYS) > 1000:
+        _HW_KEYS.clear()
+    key = _HW_KEYS[id(hw)] = (hw, _fields(hw))
+    return key[1]
+
+
+def _fields(hw: Hardware) -> tuple:
     c, h = hw.compute, hw.hbm
     return (
         c.cus, c.clock_hz, tuple(sorted((c.gemm_clock_hz or {}).items())),

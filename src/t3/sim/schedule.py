@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
@@ -157,6 +158,7 @@ class ScheduleBuilder:
         self._deps: list[tuple[Ref, ...]] = []
         self._res: list[Resource] = []
         self._res_index: dict[str, int] = {}
+        self._known: dict[tuple, Any] = {}  # (role, gpu...) -> resource index (or path), once created
         self.policies: dict[str, Policy] = {}  # resource kind -> policy
         self._sems: list[Semaphore] = []
         self._sem_index: dict[str, int] = {}
@@ -175,15 +177,21 @@ class ScheduleBuilder:
         return idx
 
     def cu(self, gpu: int) -> int:
-        g = self.canon(gpu)
-        return self._resource(f"cu:{g}", float(self.hw.compute.cus), "cu", g)
+        idx = self._known.get(("cu", gpu))
+        if idx is None:
+            g = self.canon(gpu)
+            idx = self._known["cu", gpu] = self._resource(f"cu:{g}", float(self.hw.compute.cus), "cu", g)
+        return idx
 
     def hbm(self, gpu: int) -> int:
         """The GPU's DRAM; work on it is bytes *read* (see :meth:`hbm_w` for writes)."""
-        g = self.canon(gpu)
-        idx = self._resource(f"hbm:{g}", self.hw.hbm.effective_Bps, "hbm", g)
-        if self._res[idx].timing is None:
-            self._res[idx].timing = hbm_timing(self.hw)
+        idx = self._known.get(("hbm", gpu))
+        if idx is None:
+            g = self.canon(gpu)
+            idx = self._resource(f"hbm:{g}", self.hw.hbm.effective_Bps, "hbm", g)
+            if self._res[idx].timing is None:
+                self._res[idx].timing = hbm_timing(self.hw)
+            self._known["hbm", gpu] = idx
         return idx
 
     def hbm_w(self, gpu: int) -> int:
@@ -198,12 +206,21 @@ class ScheduleBuilder:
         return self._resource(f"cus:{g}:{name}", float(cus), "cu-part", g)
 
     def dma(self, gpu: int) -> int:
-        g = self.canon(gpu)
-        d = self.hw.dma
-        return self._resource(f"dma:{g}", d.engines * d.bandwidth_Bps, "dma", g)
+        idx = self._known.get(("dma", gpu))
+        if idx is None:
+            g = self.canon(gpu)
+            d = self.hw.dma
+            idx = self._known["dma", gpu] = self._resource(f"dma:{g}", d.engines * d.bandwidth_Bps, "dma", g)
+        return idx
 
     def path(self, src: int, dst: int) -> list[int]:
         """Resources a transfer src -> dst occupies (per topology); each at bytes/s."""
+        hit = self._known.get(("path", src, dst))
+        if hit is None:
+            hit = self._known["path", src, dst] = tuple(self._path(src, dst))
+        return list(hit)
+
+    def _path(self, src: int, dst: int) -> list[int]:
         n = self.n
         src, dst = src % n, dst % n
         if src == dst:

@@ -41,6 +41,7 @@ compute time of those stages, compute waits.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -157,6 +158,7 @@ def _timing(hw: Hardware) -> HbmTiming:
     return HbmTiming(h.turnaround, h.latency_s, h.service_s, h.queue_entries, h.channels, h.entry_bytes)
 
 
+@functools.lru_cache(maxsize=65536)  # a pure function; the waves of a plan repeat the same arguments
 def _stream_rate(timing: HbmTiming, cap: float, window: float, demand: float, read_share: float) -> float:
     """Bytes/s of one stream alone on the memory: at most its demand and the capacity; a closed stream
     (``window`` > 0 with a latency) reads at most ``window / L(rho)`` at its own utilisation, its

@@ -38,7 +38,7 @@ DATA = Path(__file__).parent / "data" / "ficco_train.json.gz"
 
 def label_one(item: tuple[int, str, FiccoOperator]) -> dict:
     idx, hw, fop = item
-    ex = explore(fop, load_hardware(hw)).to_json()
+    ex = explore(fop, load_hardware(hw), losses="ideal").to_json()  # times and contention-free times
     return {"index": idx, "hardware": hw, "operator": asdict(fop),
             "times": {s["name"]: s["time_s"] for s in ex["schedules"]},
             "ideal": {s["name"]: s["ideal_s"] for s in ex["schedules"]}}  # fmt: skip

@@ -1,13 +1,22 @@
 """``t3 reproduce ficco``: exhaustive search over the scenario set, heuristic fit and evaluation,
-figures, JSON and a Markdown report.
+figures, JSON, a Parquet table of every schedule and a Markdown report.
 
-Procedure: every case (operator x hardware) is explored exhaustively (every legal schedule simulated
-with its losses, in a process pool). The heuristic's thresholds are fitted on the design cases only
+Procedure: every case (operator x hardware) is explored exhaustively (every legal schedule simulated,
+in a process pool); the losses (contention-free time, decomposition) are accounted for the fastest
+schedule of each communication kind (bulk, shard-level, FiCCO) of every case, the only ones that can
+be the case's best. The heuristic's thresholds are fitted on the design cases only
 (:func:`t3.ficco.select.fit`), then the fitted heuristic picks a schedule for every unseen case from
 static sizes; a pick is right when its simulated time is within 2% of the exhaustive best.
 The learned selector (a decision tree fitted offline by ``benchmarks/fit_ficco_selector.py`` on
-random training operators; :mod:`t3.ficco.learned`) is evaluated on the same cases as shipped, and on
-the fresh blind set :data:`t3.ficco.trainset.FRESH_OPERATORS`.
+random training operators; :mod:`t3.ficco.learned`) and the shipped pipeline selector are evaluated on
+the same cases as shipped, and on the fresh blind sets of :mod:`t3.ficco.trainset`. The static
+selectors' picks, the learned tree's training features and the characterisation are computed in the
+same process pool as the explorations.
+
+Outputs (``out_dir``): ``ficco.json`` (evaluations, fitted rules, per case its summary and the
+schedules whose losses were accounted), ``schedules.parquet`` (one row per case and schedule: axes,
+simulated time, speed-ups, losses where accounted; skipped schedules with their reason; read it with
+:func:`load_schedules`), ``report.md`` and PNG figures.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from t3.config.hardware import load_hardware
 from t3.errors import PointsFailed
 from t3.experiments.parallel import pmap
 from t3.ficco.characterise import characterise, dma_efficiency
-from t3.ficco.learned import learned_summary, select_learned
+from t3.ficco.learned import DATA, learned_summary, load_rows, row_static, select_learned
 from t3.ficco.learned_rules import SHIPPED_SELECTOR
 from t3.ficco.losses import explore
 from t3.ficco.pipeline import select_pipeline
@@ -40,6 +49,7 @@ from t3.ficco.select import (
 from t3.ficco.space import FiccoOperator
 from t3.ficco.trainset import FRESH2_OPERATORS, FRESH3_OPERATORS, FRESH_OPERATORS
 from t3.provenance import provenance
+from t3.size import explore_work
 
 TOL = 0.02
 
@@ -107,12 +117,25 @@ def accuracy_meaning(res: dict) -> list[str]:
 
 
 def run_case(case: Case) -> dict[str, Any]:
+    """One case: its exploration (every schedule's time; losses of the best of each kind), static
+    features and the static selectors' picks."""
     hw = load_hardware(case.hardware)
-    ex = explore(case.fop, hw)
+    ex = explore(case.fop, hw, losses="best")
     j = ex.to_json()
     j.update(case=case.key, index=case.index, subset=case.subset, features=features(case.fop, hw))
     j["times"] = {r["name"]: r["time_s"] for r in j["schedules"]}
+    j["picks"] = static_picks(case.fop, hw)
     return j
+
+
+def static_picks(fop: FiccoOperator, hw) -> dict[str, str]:
+    """The schedules the static selectors pick (no simulation): the pipeline selector, the learned tree
+    and the estimate heuristic with its shipped thresholds."""
+    return {
+        "pipeline": select_pipeline(fop, hw)[0],
+        "learned": select_learned(fop, hw)[0],
+        "estimate": select(fop, hw, SHIPPED)[0],
+    }
 
 
 def try_case(case: Case) -> dict[str, Any]:
@@ -123,6 +146,24 @@ def try_case(case: Case) -> dict[str, Any]:
         msg = " ".join(str(err).split())
         return {"case": case.key, "operator": case.fop.describe(), "hardware": case.hardware,
                 "subset": case.subset, "error": f"{type(err).__name__}: {msg}" if msg else type(err).__name__}  # fmt: skip
+
+
+def run_task(task: tuple[str, Any]) -> Any:
+    """One item of the reproduction's process pool: ``("case", Case)``, ``("train", rows)`` (the learned
+    tree's static features of labelled training rows) or ``("char", preset)``."""
+    kind, arg = task
+    if kind == "case":
+        return try_case(arg)
+    if kind == "train":
+        return [row_static(r) for r in arg]
+    hw = load_hardware(arg)
+    return characterise(hw), dma_efficiency(hw)
+
+
+def _order(cs: list[Case]) -> list[int]:
+    """Case indices, the most work first (the pool's tail stays short)."""
+    hws = {h: load_hardware(h) for h in {c.hardware for c in cs}}
+    return sorted(range(len(cs)), key=lambda i: (-explore_work(cs[i].fop, hws[cs[i].hardware]).ops, i))
 
 
 def _geomean(xs: list[float]) -> float:
@@ -155,10 +196,15 @@ def evaluate(rows: list[dict], rules: Rules | str | None) -> dict[str, Any]:
         hw = load_hardware(row["hardware"])
         o = row["operator"]
         fop = FiccoOperator(o["op"], o["m"], o["n"], o["k"], o["gpus"], o["dtype"], o["skew"], o["label"])
+        picks = row.get("picks", {})
         if rules == "pipeline":
-            name, _ = select_pipeline(fop, hw)
+            name = picks.get("pipeline") or select_pipeline(fop, hw)[0]
+        elif rules is None:
+            name = picks.get("learned") or select_learned(fop, hw)[0]
+        elif rules == SHIPPED and "estimate" in picks:
+            name = picks["estimate"]
         else:
-            name, _ = select(fop, hw, rules) if rules is not None else select_learned(fop, hw)
+            name, _ = select(fop, hw, rules)
         t = row["times"][name]
         per.append({
             "case": row["case"], "subset": row["subset"], "label": o["label"], "hardware": row["hardware"],
@@ -196,7 +242,13 @@ def reproduce(
     every case ran; nothing is written), unless ``keep_going``: then it is listed under ``errors`` in
     the JSON and the report and left out of every evaluation."""
     cs = all_cases(limit)
-    done = pmap(try_case, cs, workers=workers, desc="t3 reproduce ficco: cases", progress=progress)
+    tasks = [("case", cs[i]) for i in _order(cs)] + [("char", h) for h in CHAR_HARDWARE]
+    out = pmap(run_task, tasks, workers=workers, desc="t3 reproduce ficco: cases", progress=progress,
+               chunksize=1)  # fmt: skip
+    by_key = {r["case"]: r for r in out[: len(cs)]}
+    done = [by_key[c.key] for c in cs]
+    char = {h: c for h, (c, _) in zip(CHAR_HARDWARE, out[len(cs) :], strict=True)}
+    dma = {h: d for h, (_, d) in zip(CHAR_HARDWARE, out[len(cs) :], strict=True)}
     errors = [r for r in done if "error" in r]
     if errors and not keep_going:
         e = errors[0]
@@ -208,6 +260,13 @@ def reproduce(
     rows = [r for r in done if "error" not in r]
     if not rows:
         raise PointsFailed(f"every one of the {len(cs)} cases failed: {errors[0]['error']}")
+    # the learned tree's training cases: their static features, in the pool
+    train = load_rows(DATA) if DATA.exists() else []
+    chunks = [train[i : i + TRAIN_CHUNK] for i in range(0, len(train), TRAIN_CHUNK)]
+    keyed = [[{"operator": r["operator"], "hardware": r["hardware"]} for r in ch] for ch in chunks]
+    static = [x for part in pmap(run_task, [("train", ch) for ch in keyed], workers=workers,
+                                  desc="t3 reproduce ficco: training features", progress=progress, chunksize=1)
+              for x in part]  # fmt: skip
     out_dir.mkdir(parents=True, exist_ok=True)
     design = [r for r in rows if r["subset"] == "design"]
     fitted, design_acc = fit(design, TOL)
@@ -216,8 +275,6 @@ def reproduce(
     ev_learned = evaluate(rows, None)
     ev_pipe = evaluate(rows, "pipeline")
     ev = {"learned": ev_learned, "pipeline": ev_pipe}.get(SHIPPED_SELECTOR, ev_est)
-    char = {h: characterise(load_hardware(h)) for h in ("mi300x-8", "h100-8")}
-    dma = {h: dma_efficiency(load_hardware(h)) for h in ("mi300x-8", "h100-8")}
     result = {
         "provenance": provenance({h: load_hardware(h) for h in sorted({c.hardware for c in cs})}),
         "errors": errors,
@@ -232,15 +289,73 @@ def reproduce(
         "evaluation_estimate": ev_est,
         "evaluation_learned": ev_learned,
         "evaluation_pipeline": ev_pipe,
-        "learned_training": learned_summary(),
+        "learned_training": learned_summary(static=static if train else None),
         "characterisation": char,
         "dma_efficiency": dma,
-        "explorations": [{k: v for k, v in r.items() if k != "times"} for r in rows],
+        "schedules_table": SCHEDULES,
+        "explorations": [_summary(r) for r in rows],
     }
+    write_schedules(rows, out_dir / SCHEDULES, result["provenance"])
     (out_dir / "ficco.json").write_text(json.dumps(result, indent=1, sort_keys=True, default=_nan))
     figs = figures(rows, ev, char, out_dir)
     (out_dir / "report.md").write_text(report(result, rows, figs))
     return result
+
+
+CHAR_HARDWARE = ("mi300x-8", "h100-8")
+TRAIN_CHUNK = 24  # training rows per task of the pool
+SCHEDULES = "schedules.parquet"
+
+
+def _summary(row: dict) -> dict:
+    """A case in ficco.json: everything but the per-schedule lists, plus the schedules whose losses were
+    accounted (the fastest of each communication kind); every schedule is in the Parquet table."""
+    out = {k: v for k, v in row.items() if k not in ("times", "schedules", "skipped")}
+    out["schedules"] = [s for s in row["schedules"] if s["losses"] is not None]
+    out["schedules_simulated"] = len(row["schedules"])
+    out["schedules_skipped"] = len(row["skipped"])
+    return out
+
+
+def write_schedules(rows: list[dict], path: Path, prov: dict) -> None:
+    """One row per (case, schedule): the case's keys, the schedule's axes, simulated time (s), speed-ups,
+    contention-free time and losses where accounted (NaN otherwise); skipped schedules with the reason.
+    ``prov`` (the provenance) goes into the file's metadata under ``t3.provenance``."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    recs = []
+    for r in rows:
+        head = {"case": r["case"], "subset": r["subset"], "hardware": r["hardware"], "label": r["operator"]["label"]}
+        for s in r["schedules"]:
+            lo = s["losses"] or {}
+            recs.append({
+                **head, "schedule": s["name"], **{f"axis_{k}": v for k, v in s["axes"].items()},
+                "time_s": s["time_s"], "ideal_s": s["ideal_s"], "speedup_vs_bulk": s["speedup_vs_bulk"],
+                "speedup_vs_shard": s["speedup_vs_shard"], "best": s["name"] == r["best"], "skipped": None,
+                **{k: lo.get(k) for k in LOSS_KEYS},
+            })  # fmt: skip
+        for sk in r["skipped"]:
+            recs.append({**head, "schedule": sk["name"], "skipped": sk["reason"]})
+    df = pd.DataFrame.from_records(recs)
+    for c in ("time_s", "ideal_s", "speedup_vs_bulk", "speedup_vs_shard", *LOSS_KEYS):
+        df[c] = df[c].astype("float64")
+    meta = {b"t3.provenance": json.dumps(prov, sort_keys=True).encode()}
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **meta}), path)
+
+
+LOSS_KEYS = ("decomposition_s", "contention_s", "decomposition_pct", "contention_pct", "decomposition_gemm_s",
+             "decomposition_comm_s")  # fmt: skip
+
+
+def load_schedules(out_dir: Path):
+    """The Parquet table of every simulated (and skipped) schedule of a reproduction's output folder, as
+    a pandas DataFrame."""
+    import pandas as pd
+
+    return pd.read_parquet(Path(out_dir) / SCHEDULES)
 
 
 def _nan(x):
@@ -297,7 +412,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
         xs, ys = [], []
         for r in rows:
             for s in r["schedules"]:
-                if s["axes"]["comm"] == comm:
+                if s["axes"]["comm"] == comm and s["losses"] is not None:
                     xs.append(s["losses"]["decomposition_pct"])
                     ys.append(s["losses"]["contention_pct"])
         ax.scatter(xs, ys, s=4, alpha=0.35, c=col, label=comm)
@@ -305,7 +420,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
     ax.set_ylabel("contention loss (% of schedule time)")
     ax.set_xlim(-5, 150)
     ax.legend()
-    ax.set_title("loss signatures of all simulated schedules")
+    ax.set_title("loss signatures of each case's best shard-level and FiCCO schedule", fontsize=10)
     save(fig, "loss_signatures.png")
     # 3. characterisation curves
     fig, axs = plt.subplots(1, 2, figsize=(10, 4))
@@ -420,7 +535,9 @@ def report(res: dict, rows: list[dict], figs: list[str]) -> str:
     L += ["", "## Losses of the best schedule per case", "",
           "Decomposition loss: the pieces' GEMM time alone minus the whole GEMM's, plus the extra launch and "
           "command overheads on the communication's critical path; contention loss: the schedule's time minus "
-          f"the same schedule with nothing shared (docs/ficco.md). Note: {NEGATIVE_LOSS}.", "",
+          f"the same schedule with nothing shared (docs/ficco.md). Note: {NEGATIVE_LOSS}. Losses are accounted "
+          "for the fastest schedule of each communication kind (bulk, shard-level, FiCCO) of every case, the "
+          f"ones that can be its best; every schedule's simulated time is in `{SCHEDULES}`.", "",
           "| case | best | time | decomposition | contention | ideal-overlap bound |", "|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         b = next(s for s in r["schedules"] if s["name"] == r["best"])

@@ -140,15 +140,21 @@ def _estimate_pick(r: dict) -> str:
     return select(_fop(r["operator"]), load_hardware(r["hardware"]))[0]
 
 
-def cost_matrix(rows: list[dict], families: list[str], tol: float) -> np.ndarray:
+def cost_matrix(
+    rows: list[dict], families: list[str], tol: float, static: list[tuple[list[float], str]] | None = None
+) -> np.ndarray:
     """cost[i, j]: 1 if family j is not within ``tol`` of case i's best, + GAP_WEIGHT x gap.
-    The pseudo-family ``ESTIMATE`` costs what the estimate heuristic's pick costs."""
+    The pseudo-family ``ESTIMATE`` costs what the estimate heuristic's pick costs (``static``: the
+    rows' :func:`row_static`, if already computed)."""
     out = np.zeros((len(rows), len(families)))
     for i, r in enumerate(rows):
         t, n = r["times"], r["operator"]["gpus"]
         best = min(t.values())
         for j, fam in enumerate(families):
-            s = _estimate_pick(r) if fam == ESTIMATE else resolve(fam, n, t)
+            if fam == ESTIMATE:
+                s = static[i][1] if static is not None else _estimate_pick(r)
+            else:
+                s = resolve(fam, n, t)
             gap = t[s] / best - 1.0
             out[i, j] = float(gap > tol + 1e-12) + GAP_WEIGHT * min(gap, 1.0)
     return out
@@ -238,7 +244,25 @@ def load_rows(path: Path) -> list[dict]:
         return json.load(fh)["rows"]
 
 
-def design_matrix(rows: list[dict]) -> np.ndarray:
+def row_static(row: dict) -> tuple[list[float], str]:
+    """A labelled case's tree features (in :data:`FEATURE_NAMES` order) and the estimate heuristic's
+    pick: static, no simulation (``row``: a dict with ``operator`` and ``hardware``)."""
+    from t3.ficco.select import select
+
+    hw = _HW.get(row["hardware"])
+    if hw is None:
+        hw = _HW[row["hardware"]] = load_hardware(row["hardware"])
+    fop = _fop(row["operator"])
+    fv = feature_vector(fop, hw)
+    return [fv[k] for k in FEATURE_NAMES], select(fop, hw)[0]
+
+
+_HW: dict[str, Hardware] = {}  # presets by name, parsed once per process
+
+
+def design_matrix(rows: list[dict], static: list[tuple[list[float], str]] | None = None) -> np.ndarray:
+    if static is not None:
+        return np.array([fv for fv, _ in static])
     hws: dict[str, Hardware] = {}
     out = []
     for r in rows:
@@ -328,10 +352,13 @@ def select_learned(fop: FiccoOperator, hw: Hardware, tree: dict | None = None) -
 DATA = Path(__file__).resolve().parents[3] / "benchmarks" / "data" / "ficco_train.json.gz"
 
 
-def learned_summary(path: Path = DATA, tol: float = 0.02) -> dict[str, Any]:
+def learned_summary(
+    path: Path = DATA, tol: float = 0.02, static: list[tuple[list[float], str]] | None = None
+) -> dict[str, Any]:
     """What the shipped tree was fitted with; if the training data is present, re-fit it with the
     shipped depth and leaf size and report the cross-validated accuracy and whether the re-fit equals
-    the shipped tree (``benchmarks/fit_ficco_selector.py`` regenerates the data)."""
+    the shipped tree (``benchmarks/fit_ficco_selector.py`` regenerates the data). ``static``: the
+    training rows' :func:`row_static`, if already computed (in parallel)."""
     from t3.ficco import learned_rules as lr
 
     out: dict[str, Any] = {"depth": lr.DEPTH, "min_leaf": lr.MIN_LEAF, "fit_report": lr.FIT,
@@ -340,7 +367,7 @@ def learned_summary(path: Path = DATA, tol: float = 0.02) -> dict[str, Any]:
         return out
     rows = load_rows(path)
     fams = families_of(rows, tol)
-    X, C = design_matrix(rows), cost_matrix(rows, fams, tol)
+    X, C = design_matrix(rows, static), cost_matrix(rows, fams, tol, static)
     groups = np.array([r["index"] for r in rows])
     cv = cross_validate(X, C, groups, lr.DEPTH, lr.MIN_LEAF)
     tree = named(fit_tree(X, C, lr.DEPTH, lr.MIN_LEAF), fams)

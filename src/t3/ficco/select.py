@@ -193,6 +193,30 @@ def _axes_of(best: str, f: dict, r: Rules) -> Axes:
     return Axes(comm, g, split, ex, 0, 2 if "-s2" in best else 1, True, red)
 
 
+def _handicapped(cands: list[tuple[str, float]], est, hc: dict):
+    """Every candidate's handicapped estimate (columns) under every handicap combination (rows): the
+    products of :func:`_best_overlapped`, factor by factor (a factor it skips is 1.0: no change)."""
+    import numpy as np
+
+    parts = [k.split("-")[:3] for k, _ in cands]
+    dma = np.array([ex == "dma" for _, ex, _ in parts])
+    shard = np.array([comm == "shard" for comm, _, _ in parts])
+    ksp = np.array([sp == "K" for _, _, sp in parts])
+    msp = np.array([sp == "M" for _, _, sp in parts])
+    tt = est[None, :] * np.where(dma[None, :], (1.0 + hc["dma_bias"])[:, None], 1.0)
+    tt = tt * np.where(shard[None, :], (1.0 + hc["shard_bias"])[:, None], 1.0)
+    kf = np.where(msp[None, :], (1.0 + hc["m_bias"])[:, None], 1.0)
+    return tt * np.where(ksp[None, :], (1.0 + hc["k_bias"])[:, None], kf)
+
+
+def _named_pick(cand: str, f: dict, r: Rules, times: dict[str, float]) -> str:
+    """The simulated schedule an overlapped choice runs as (its first legal fallback), else bulk."""
+    for ax in _fallbacks(_axes_of(cand, f, r)):
+        if ax.name in times:
+            return ax.name
+    return "bulk-g1-M-cu"
+
+
 def rule_pick(f: dict, r: Rules) -> Axes:
     """The rules on a feature dict (no legality check)."""
     best, best_t = _best_overlapped(f, r)
@@ -249,46 +273,78 @@ def score(rows: list[dict], r: Rules, tol: float = 0.02) -> tuple[int, float]:
 def fit(rows: list[dict], tol: float = 0.02) -> tuple[Rules, float]:
     """Exhaustive search of :data:`GRID` maximising design-case accuracy, then (among equally
     accurate ones) the least summed time gap of the picks to the exhaustive best; remaining ties go
-    to the first combination in grid order. ``rows``: dicts with ``features`` and ``times``."""
+    to the first combination in grid order. ``rows``: dicts with ``features`` and ``times``.
+
+    The overlapped choice of a row depends on the handicaps (every field but the two margins) only,
+    so it is found once per (row, handicaps); the margins then only decide, row by row, between that
+    choice and bulk, which is done for every margin pair at once (hits counted, gaps summed in row
+    order, as :func:`score` sums them)."""
+    import numpy as np
+
     keys = list(GRID)
-    best: tuple[tuple[int, float], Rules] | None = None
+    hkeys = keys[2:]  # the handicaps; margin and rs_margin are the first two fields
+    assert keys[:2] == ["margin", "rs_margin"] and keys[-1] == "big_waves"
     bulk_name = "bulk-g1-M-cu"
-    # the overlapped choice of a row depends on the handicaps only, its margin test on one margin:
-    # evaluate each (row, handicaps) once, then every margin by a comparison
-    outcome: dict[tuple, tuple[int, float, float, int, float]] = {}
+    nr = len(rows)
+    best_t = [min(row["times"].values()) for row in rows]
 
-    def hit_gap(t: dict, name: str) -> tuple[int, float]:
-        return int(within(t, name, tol)), t[name] / min(t.values()) - 1.0
+    def hit_gap(i: int, name: str) -> tuple[int, float]:
+        t = rows[i]["times"]
+        return int(within(t, name, tol)), t[name] / best_t[i] - 1.0
 
-    for vals in itertools.product(*(GRID[k] for k in keys)):
-        r = Rules(**dict(zip(keys, vals, strict=True)))
-        hits, gap = 0, 0.0
-        for i, row in enumerate(rows):
-            f, t = row["features"], row["times"]
-            key = (i, r.dma_bias, r.shard_bias, r.k_bias, r.m_bias, r.big_waves)
-            if key not in outcome:
-                cand, ct = _best_overlapped(f, r)
-                h0, g0 = hit_gap(t, bulk_name)
-                h1, g1 = h0, g0
+    h0 = np.empty(nr)
+    g0 = np.empty(nr)
+    for i in range(nr):
+        h0[i], g0[i] = hit_gap(i, bulk_name)
+    hcombos = list(itertools.product(*(GRID[k] for k in hkeys)))
+    hc = {k: np.array([v[j] for v in hcombos]) for j, k in enumerate(hkeys)}
+    ct = np.full((len(hcombos), nr), INF)
+    h1 = np.repeat(h0[None, :], len(hcombos), axis=0)
+    g1 = np.repeat(g0[None, :], len(hcombos), axis=0)
+    for i, row in enumerate(rows):
+        f, t = row["features"], row["times"]
+        cands = [(k, v) for k, v in f["estimates_s"].items() if k != "bulk"]
+        if not cands:
+            continue
+        est = np.array([v for _, v in cands])
+        tt = _handicapped(cands, est, hc)
+        if np.isnan(tt).any():  # (never in practice) the candidate loop's comparisons, one by one
+            for c, vals in enumerate(hcombos):
+                r = Rules(**dict(zip(hkeys, vals, strict=True)))
+                cand, cti = _best_overlapped(f, r)
                 if cand is not None:
-                    name = bulk_name
-                    for ax in _fallbacks(_axes_of(cand, f, r)):
-                        if ax.name in t:
-                            name = ax.name
-                            break
-                    h1, g1 = hit_gap(t, name)
-                outcome[key] = (h0, g0, ct, h1, g1)
-            h0, g0, ct, h1, g1 = outcome[key]
-            m = r.rs_margin if f["op"] == "gemm-rs" else r.margin
-            if ct < f["estimates_s"]["bulk"] * (1.0 - m):
-                hits, gap = hits + h1, gap + g1
-            else:
-                hits, gap = hits + h0, gap + g0
-        sc = (hits, -gap)
-        if best is None or sc > best[0]:
-            best = (sc, r)
-    assert best is not None
-    return best[1], best[0][0] / max(1, len(rows))
+                    ct[c, i] = cti
+                    h1[c, i], g1[c, i] = hit_gap(i, _named_pick(cand, f, r, t))
+            continue
+        first = np.argmin(tt, axis=1)  # the first least, as the strict comparison keeps it
+        least = tt[np.arange(len(hcombos)), first]
+        named: dict[tuple, tuple[int, float]] = {}
+        for c in np.flatnonzero(least < INF):
+            cand = cands[first[c]][0]
+            bw = hcombos[c][-1]
+            hg = named.get((cand, bw))
+            if hg is None:
+                r = Rules(big_waves=bw)
+                hg = named[cand, bw] = hit_gap(i, _named_pick(cand, f, r, t))
+            ct[c, i] = least[c]
+            h1[c, i], g1[c, i] = hg
+    bulk_est = np.array([row["features"]["estimates_s"]["bulk"] for row in rows])
+    rs = np.array([row["features"]["op"] == "gemm-rs" for row in rows])
+    pairs = list(itertools.product(GRID["margin"], GRID["rs_margin"]))
+    hits = np.empty((len(pairs), len(hcombos)), dtype=np.int64)
+    gaps = np.empty((len(pairs), len(hcombos)))
+    for p, (m, rsm) in enumerate(pairs):
+        thr = np.where(rs, bulk_est * (1.0 - rsm), bulk_est * (1.0 - m))
+        over = ct < thr[None, :]
+        hits[p] = np.where(over, h1, h0[None, :]).sum(axis=1)
+        gap = np.where(over, g1, g0[None, :])
+        gaps[p] = np.cumsum(gap, axis=1)[:, -1] if nr else 0.0  # left to right, as a running sum
+    hits, gaps = hits.ravel(), gaps.ravel()  # grid order: margins outermost, as itertools.product
+    top = hits == hits.max()
+    first = int(np.flatnonzero(top & (gaps == gaps[top].min()))[0])
+    p, c = divmod(first, len(hcombos))
+    vals = pairs[p] + hcombos[c]
+    return Rules(**dict(zip(keys, vals, strict=True))), int(hits[first]) / max(1, nr)
 
 
 def cross_validate(rows: list[dict], folds: int = 4, tol: float = 0.02) -> dict:

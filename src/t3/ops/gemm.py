@@ -41,6 +41,7 @@ compute time of those stages, compute waits.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -157,6 +158,7 @@ def _timing(hw: Hardware) -> HbmTiming:
     return HbmTiming(h.turnaround, h.latency_s, h.service_s, h.queue_entries, h.channels, h.entry_bytes)
 
 
+@functools.lru_cache(maxsize=65536)  # a pure function; the waves of a plan repeat the same arguments
 def _stream_rate(timing: HbmTiming, cap: float, window: float, demand: float, read_share: float) -> float:
     """Bytes/s of one stream alone on the memory: at most its demand and the capacity; a closed stream
     (``window`` > 0 with a latency) reads at most ``window / L(rho)`` at its own utilisation, its
@@ -207,7 +209,21 @@ def tile_flops_per_s(hw: Hardware, tm: int, tn: int, dtype: str) -> float:
 _PLANS: dict = {}
 
 
+_HW_KEYS: dict[int, tuple[Hardware, tuple]] = {}
+
+
 def _key(hw: Hardware) -> tuple:
+    """The fields of ``hw`` a plan depends on (computed once per hardware object: it is immutable)."""
+    hit = _HW_KEYS.get(id(hw))
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    if len(_HW_KEYS) > 1000:
+        _HW_KEYS.clear()
+    key = _HW_KEYS[id(hw)] = (hw, _fields(hw))
+    return key[1]
+
+
+def _fields(hw: Hardware) -> tuple:
     c, h = hw.compute, hw.hbm
     return (
         c.cus, c.clock_hz, tuple(sorted((c.gemm_clock_hz or {}).items())),

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
@@ -109,7 +108,21 @@ def unit_order(fop: FiccoOperator, ax: Axes) -> list[Unit]:
 
 
 def plan_pieces(fop: FiccoOperator, hw: Hardware, ax: Axes) -> list[Piece]:
-    """The compute pieces of a schedule; :class:`ScheduleError` (a legality reason) if impossible."""
+    """The compute pieces of a schedule; :class:`ScheduleError` (a legality reason) if impossible.
+    Memoised (pieces are immutable; an exploration plans the same schedule in several modes)."""
+    key = (fop, ax, id(hw))
+    hit = _PIECES.get(key)
+    if hit is None or hit[0] is not hw:
+        if len(_PIECES) > 10_000:
+            _PIECES.clear()
+        hit = _PIECES[key] = (hw, _plan_pieces(fop, hw, ax))
+    return list(hit[1])
+
+
+_PIECES: dict[tuple, tuple[Hardware, list[Piece]]] = {}
+
+
+def _plan_pieces(fop: FiccoOperator, hw: Hardware, ax: Axes) -> list[Piece]:
     n = fop.gpus
     order = unit_order(fop, ax)
     if (n * n) % ax.g:
@@ -151,10 +164,12 @@ def _last_piece_with_step(pieces: list[Piece], ax: Axes, t: int) -> int:
     return max(p.index for p in pieces if any(_step(ax, u) == t for u in p.units))
 
 
-def _as_int(x: Fraction, what: str, total: int, parts: int) -> int:
-    if x.denominator != 1 or x <= 0:
+def _as_int(num: int, den: int, what: str, total: int, parts: int) -> int:
+    """``num / den`` if it is a positive integer (``den`` > 0)."""
+    q, r = divmod(num, den)
+    if r or q <= 0:
         raise ScheduleError(f"{what}={total} does not split into {parts} equal pieces")
-    return int(x)
+    return int(q)
 
 
 def moe_unit_rows(fop: FiccoOperator, gpu: int, j: int) -> int:
@@ -176,13 +191,13 @@ def shape_of(fop: FiccoOperator, ax: Axes, p: Piece, gpu: int) -> list[tuple[Gem
     if ax.g == 1:
         return [(GemmShape(fop.m, fop.n, fop.k, fop.dtype), False)]
     if ax.split == "M":
-        rows = _as_int(Fraction(u * fop.m, n * n), "M", fop.m, n * n // u)
+        rows = _as_int(u * fop.m, n * n, "M", fop.m, n * n // u)
         return [(GemmShape(rows, fop.n, fop.k, fop.dtype), False)]
-    rows = _as_int(Fraction(u * fop.m, n), "M", fop.m, n // u)
+    rows = _as_int(u * fop.m, n, "M", fop.m, n // u)
     if ax.split == "K":
-        k = _as_int(Fraction(fop.k, n), "K", fop.k, n)
+        k = _as_int(fop.k, n, "K", fop.k, n)
         return [(GemmShape(rows, fop.n, k, fop.dtype), p.units[0][1] != 0)]
-    cols = _as_int(Fraction(fop.n, n), "N", fop.n, n)
+    cols = _as_int(fop.n, n, "N", fop.n, n)
     return [(GemmShape(rows, cols, fop.k, fop.dtype), False)]
 
 
@@ -244,6 +259,8 @@ class _Gen:
             own = ax.executor == "cu" and mode in ("full", "ideal-own")
             self.gemm_cus = hw.compute.cus - k if own else hw.compute.cus
         self.plans: dict = {}
+        self._with: dict[tuple, list[int]] = {}  # (offset, step set) -> pieces holding those units
+        self._jb: dict[tuple, float] = {}  # (gpu, step set, phase) -> bytes
         self.ring = hw.topology.kind == "ring"
         self.jsets = list(range(self.n)) if ax.comm == "ficco" else ["a"]
 
@@ -252,12 +269,18 @@ class _Gen:
         return (g, f"p{i}.end")
 
     def pieces_with(self, g: int, o: int, jj) -> list[Ref]:
-        js = range(self.n) if jj == "a" else [jj]
-        return [self.piece_end(g, i) for i in sorted({self.where[(o, j)] for j in js})]
+        idx = self._with.get((o, jj))
+        if idx is None:
+            js = range(self.n) if jj == "a" else [jj]
+            idx = self._with[o, jj] = sorted({self.where[(o, j)] for j in js})
+        return [self.piece_end(g, i) for i in idx]
 
     def jbytes(self, gpu: int, jj, phase: str) -> float:
-        js = range(self.n) if jj == "a" else [jj]
-        return sum(_unit_bytes(self.fop, gpu, j, phase) for j in js)
+        nb = self._jb.get((gpu, jj, phase))
+        if nb is None:
+            js = range(self.n) if jj == "a" else [jj]
+            nb = self._jb[gpu, jj, phase] = sum(_unit_bytes(self.fop, gpu, j, phase) for j in js)
+        return nb
 
     def send(self, g: int, dst: int, key: str, nbytes: float, deps: list[Ref], cat: str, extra=()):
         b, hw, ex = self.b, self.hw, self.ex

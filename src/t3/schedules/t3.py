@@ -27,6 +27,7 @@ neighbour's op. Functional mode runs every GPU and carries values (:mod:`t3.func
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import replace
 from typing import Any
 
@@ -62,11 +63,26 @@ def _pieces(segs, p: int, q: int, cut: bool) -> list[Piece]:
     if not cut:
         return [(w, -1, a, b) for w, a, b in segs[p]]
     out = []
+    sq = segs[q]
+    if any(sq[k][2] > sq[k + 1][1] for k in range(len(sq) - 1)):  # not in tile order: every pair
+        for w1, a1, b1 in segs[p]:
+            for w2, a2, b2 in sq:
+                lo, hi = max(a1, a2), min(b1, b2)
+                if lo < hi:
+                    out.append((w1, w2, lo, hi))
+        return out
+    # both lists are in tile order and disjoint: merge them
+    j, m = 0, len(sq)
     for w1, a1, b1 in segs[p]:
-        for w2, a2, b2 in segs[q]:
+        while j < m and sq[j][2] <= a1:
+            j += 1
+        k = j
+        while k < m and sq[k][1] < b1:
+            w2, a2, b2 = sq[k]
             lo, hi = max(a1, a2), min(b1, b2)
             if lo < hi:
                 out.append((w1, w2, lo, hi))
+            k += 1
     return out
 
 
@@ -133,6 +149,8 @@ class T3Builder:
             )
         self._out: dict[tuple[int, int], tuple[str, int, list[Piece], bool]] = {}
         self._senders: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        self._order = [stagger_order(g, n) for g in range(n)]
+        self._inc: dict[tuple[int, int], list[tuple[int, int, list[Piece], list[int] | None]]] = {}
         self.counts = {"gemm_write_local": 0.0, "gemm_write_remote": 0.0, "triggers": 0, "dma_commands": 0}
 
     def _first_stage_intensity(self) -> float:
@@ -172,7 +190,7 @@ class T3Builder:
         return self._out[key]
 
     def _outgoing(self, gpu: int, p: int) -> tuple[str, int, list[Piece], bool]:
-        c = stagger_order(gpu % self.n, self.n)[p]
+        c = self._order[gpu % self.n][p]
         m = self.maps[gpu % self.n].lookup(c)
         if m.kind == "local":
             return "local", -1, [], False
@@ -182,18 +200,34 @@ class T3Builder:
 
     def incoming(self, gpu: int, p: int, lo: int, hi: int) -> list[tuple[int, str]]:
         """Refs of the update ops carrying tiles [lo, hi) of the chunk ``gpu`` produces at position p."""
-        c = stagger_order(gpu % self.n, self.n)[p]
+        key = (gpu % self.n, p)
+        senders = self._inc.get(key)
+        if senders is None:
+            c = self._order[gpu % self.n][p]
+            senders = []
+            for h, ph in self.senders(gpu, c):
+                _, _, pieces, _ = self.outgoing(h, ph)
+                ends = [b for _, _, _, b in pieces]
+                ordered = all(ends[k] <= pieces[k + 1][2] for k in range(len(pieces) - 1))
+                senders.append((h, ph, pieces, ends if ordered else None))
+            self._inc[key] = senders
         refs = []
-        for h, ph in self.senders(gpu, c):
-            _, _, pieces, _ = self.outgoing(h, ph)
-            refs += [(h, f"rs.{ph}.{i}") for i, (_, _, a, b) in enumerate(pieces) if a < hi and lo < b]
+        for h, ph, pieces, ends in senders:
+            # pieces in tile order: the first that ends after lo, then on while they start before hi
+            k0 = bisect_right(ends, lo) if ends is not None else 0
+            for k in range(k0, len(pieces)):
+                a, b = pieces[k][2], pieces[k][3]
+                if a >= hi and ends is not None:
+                    break
+                if a < hi and lo < b:
+                    refs.append((h, f"rs.{ph}.{k}"))
         return refs
 
     # ---- schedule -------------------------------------------------------------------------------
     def build(self) -> Schedule:
         b, n, plan = self.b, self.n, self.plan
         for g in b.gpus:
-            order = stagger_order(g, n)
+            order = self._order[g]
             kinds = [self.maps[g].lookup(c).kind for c in order]
             for c in order:
                 m = self.maps[g].lookup(c)
@@ -236,6 +270,10 @@ class T3Builder:
                 for w1, _, lo, hi in self.outgoing(g, p)[2]:
                     opens[w1] += tr.entries_for(hi - lo)
         tr.check_fits(max(opens, default=0))
+        stores_of: dict[int, list[tuple[int, str]]] = {}  # wave -> its remote stores, by position
+        for p in remote_pos:
+            for i, pc in enumerate(self.outgoing(g, p)[2]):
+                stores_of.setdefault(pc[0], []).append((p, i))
         stores_prev: list[tuple[int, str]] = []
         stage_ops: list[list[int]] = [[] for _ in range(self.n)]
         for w in plan.waves:
@@ -261,10 +299,7 @@ class T3Builder:
             if fn is not None:
                 segs = [(order[pos], a, e) for pos, a, e in w.segments if pos not in remote_pos]
                 o.on_finish = lambda g=g, segs=segs: fn.local_writes(g, segs)
-            stores_prev = []
-            for p in remote_pos:
-                _, _, pieces, _ = self.outgoing(g, p)
-                stores_prev += [(g, f"rs.{p}.{i}") for i, pc in enumerate(pieces) if pc[0] == w.index]
+            stores_prev = [(g, f"rs.{p}.{i}") for p, i in stores_of.get(w.index, ())]
         spans = b.meta.setdefault("trace_spans", [])
         for p, ids in enumerate(stage_ops):
             spans.append((g, "GEMM stages", f"stage {p + 1}: chunk {order[p]} ({kinds[p]})", ids))
@@ -272,15 +307,24 @@ class T3Builder:
     def _updates(self, g: int, p: int) -> None:
         b, hw, fn, tr = self.b, self.hw, self.fn, self.tracker
         kind, r, pieces, tracked = self.outgoing(g, p)
-        if kind == "local":
+        if kind == "local" or not pieces:
             return
-        c = stagger_order(g, self.n)[p]
+        c = self._order[g][p]
         lat = hw.link.latency_s
+        # resources in the order the ops first name them (NMC updates at r: channel time per byte)
+        upd_r, upd_cost = update_work(b, r, 1.0)[0]
+        path = b.path(g, r)
+        hbm = dma = sem = -1
+        if kind == "dma":
+            hbm, dma = b.hbm(g), b.dma(g)
+            sem = b.semaphore(g, SEMAPHORE_KIND, tr.entries)
+        window = hw.dma.engines * hw.dma.inflight_bytes
+        staging = hw.dma.engines * hw.dma.staging_bytes
         for i, (w1, _, lo, hi) in enumerate(pieces):
             nb = (hi - lo) * self.tile_bytes
             ent = tr.entries_for(hi - lo)
-            upd = update_work(b, r, nb)
-            work = [(x, nb) for x in b.path(g, r)] + upd
+            work = [(x, nb) for x in path]
+            work.append((upd_r, nb * upd_cost))
             key = f"rs.{p}.{i}"
             if kind == "remote":
                 self.counts["gemm_write_remote"] += nb
@@ -294,20 +338,19 @@ class T3Builder:
                 self.counts["triggers"] += ent
                 self.counts["dma_commands"] += 1
                 deps = [(g, f"gemm.C{w1}")] + self.incoming(g, p, lo, hi)
-                window = hw.dma.engines * hw.dma.inflight_bytes
-                burst = min(nb, hw.dma.engines * hw.dma.staging_bytes)
+                burst = min(nb, staging)
                 if burst > 0:  # the engines read ahead of the link into their staging buffers
                     b.add(
-                        g, f"{key}.burst", kind="dma-burst", cat="rs", work=[(b.hbm(g), burst)],
+                        g, f"{key}.burst", kind="dma-burst", cat="rs", work=[(hbm, burst)],
                         delay_s=hw.dma.command_overhead_s, deps=deps, traffic={"rs_read": burst},
                         prio=self.comm_prio, window=window,
                     )  # fmt: skip
-                work += [(b.hbm(g), nb - burst), (b.dma(g), nb)]
+                work.append((hbm, nb - burst))
+                work.append((dma, nb))
                 o = b.add(
                     g, key, kind="dma", cat="rs", work=work, delay_s=lat + hw.dma.command_overhead_s,
                     deps=deps, traffic={"rs_read": nb - burst, "rs_write": nb, "link": nb},
-                    prio=self.comm_prio, release=[(b.semaphore(g, SEMAPHORE_KIND, tr.entries), ent)],
-                    window=window,
+                    prio=self.comm_prio, release=[(sem, ent)], window=window,
                 )  # fmt: skip
                 if fn is not None:
                     o.on_start = lambda g=g, key=key, c=c, lo=lo, hi=hi: fn.dma_read(g, key, c, lo, hi)

@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from t3.errors import SimulationError
-from t3.sim.schedule import Op, Schedule
+from t3.sim.schedule import Op, Policy, Schedule
 
 _EPS = 1e-9  # an op whose remaining fraction of work is below this is finished
 
@@ -139,24 +139,35 @@ class Engine:
         ops = sched.ops
         res = sched.resources
         n = len(ops)
+        inf = math.inf
         cap = [r.capacity for r in res]
         policies = [r.policy for r in res]
         indeg = [len(op.deps) for op in ops]
-        children: list[list[int]] = [[] for _ in range(n)]
-        for op in ops:
-            for d in op.deps:
-                children[d].append(op.id)
+        children: list[list[int] | None] = [None] * n
         # static per-op maximum rate (fraction of the op per second)
         xmax = [0.0] * n
         for op in ops:
-            x = math.inf
-            for r, a in op.demands:
-                x = min(x, cap[r] / a)
-            dem = dict(op.demands)
-            for r, c in op.caps:
-                if r in dem:
-                    x = min(x, c / dem[r])
-            xmax[op.id] = x
+            oid = op.id
+            for d in op.deps:
+                kids = children[d]
+                if kids is None:
+                    children[d] = [oid]
+                else:
+                    kids.append(oid)
+            x = inf
+            dem = op.demands
+            for r, a in dem:
+                v = cap[r] / a
+                if v < x:
+                    x = v
+            if op.caps:
+                dd = dict(dem)
+                for r, c in op.caps:
+                    if r in dd:
+                        v = c / dd[r]
+                        if v < x:
+                            x = v
+            xmax[oid] = x
         start = [math.nan] * n
         end = [math.nan] * n
         remaining = [1.0] * n
@@ -192,6 +203,7 @@ class Engine:
                 if levels is not None:
                     levels[s].append((now, held[s]))
 
+        # work items: (op id << 2) | what, what: 0 = begin, 1 = enter (delay over), 2 = finish
         def drain() -> None:
             for q in queues:
                 while q and fits(q[0]):
@@ -199,19 +211,22 @@ class Engine:
                     s0 = ops[i].acquire[0][0]
                     wait_s[s0] += now - since.pop(i)
                     take(i)
-                    work.append((0, i))
+                    push(i << 2)
 
-        work: list[tuple[int, int]] = [
-            (0, i) for i in range(n) if indeg[i] == 0
-        ]  # (0=begin|1=enter|2=finish, id)
+        first = [i << 2 for i in range(n) if indeg[i] == 0]
         if rng:
-            rng.shuffle(work)
+            rng.shuffle(first)
+        work: deque[int] = deque(first)
+        pop, push = work.popleft, work.append
+        heappush, heappop = heapq.heappush, heapq.heappop
 
         def process() -> bool:
             nonlocal seq
             changed = False
             while work:
-                what, i = work.pop(0)
+                w = pop()
+                i = w >> 2
+                what = w & 3
                 op: Op = ops[i]
                 if what == 0:
                     if op.acquire and not granted[i]:
@@ -229,16 +244,16 @@ class Engine:
                     if d > 0:
                         if jitter:
                             d *= 1.0 + jitter * rng.random() if rng else 1.0 + jitter
-                        heapq.heappush(heap, (now + d, seq, i))
+                        heappush(heap, (now + d, seq, i))
                         seq += 1
                     else:
-                        work.append((1, i))
+                        push(w | 1)
                 elif what == 1:
                     if op.demands:
                         active.append(i)
                         changed = True
                     else:
-                        work.append((2, i))
+                        push(w | 2)
                 else:
                     end[i] = now
                     if op.on_finish is not None:
@@ -249,23 +264,32 @@ class Engine:
                             if levels is not None:
                                 levels[s].append((now, held[s]))
                         drain()
-                    new = []
-                    for c in children[i]:
-                        indeg[c] -= 1
-                        if indeg[c] == 0:
-                            new.append((0, c))
+                    kids = children[i]
+                    if kids is None:
+                        continue
                     if rng:
+                        new = []
+                        for c in kids:
+                            indeg[c] -= 1
+                            if indeg[c] == 0:
+                                new.append(c << 2)
                         rng.shuffle(new)
-                    work.extend(new)
+                        work.extend(new)
+                    else:
+                        for c in kids:
+                            indeg[c] -= 1
+                            if indeg[c] == 0:
+                                push(c << 2)
             return changed
 
         alloc = Allocator(ops, xmax, cap, policies, [r.timing for r in res])
+        allocate = alloc.allocate
         dirty = process()
         while active or heap:
             if dirty and active:
-                alloc.allocate(active, rate)
-                dirty = False
-            dt = math.inf
+                allocate(active, rate)
+            dirty = False
+            dt = inf
             for i in active:
                 ri = rate[i]
                 if ri > 0:
@@ -276,31 +300,16 @@ class Engine:
             if heap and heap[0][0] < t_next:
                 t_next = heap[0][0]
                 dt = t_next - now
-            if dt == math.inf:
+            if dt == inf:
                 raise _stall(now, active, heap, ops, res, rate)
             if usage is not None and dt > 0:
-                snap: dict[tuple[int, str], float] = {}
-                for i in active:
-                    op = ops[i]
-                    c = op.cat
-                    wr = dict(op.writes) if op.writes else {}
-                    for r, a in op.demands:
-                        if res[r].timing is not None:  # memory: reads and writes apart
-                            w = wr.get(r, 0.0)
-                            if a > w:
-                                k = (r, c + " read")
-                                snap[k] = snap.get(k, 0.0) + rate[i] * (a - w)
-                            if w > 0:
-                                k = (r, c + " write")
-                                snap[k] = snap.get(k, 0.0) + rate[i] * w
-                        else:
-                            snap[(r, c)] = snap.get((r, c), 0.0) + rate[i] * a
-                usage.append((now, t_next, snap))
+                usage.append((now, t_next, _snapshot(active, ops, res, rate)))
             done = []
             keep = []
             for i in active:
-                remaining[i] -= rate[i] * dt
-                if remaining[i] <= _EPS:
+                left = remaining[i] - rate[i] * dt
+                remaining[i] = left
+                if left <= _EPS:
                     done.append(i)
                 else:
                     keep.append(i)
@@ -310,11 +319,13 @@ class Engine:
                 active[:] = keep
                 if rng:
                     rng.shuffle(done)
-                work.extend((2, i) for i in done)
+                for i in done:
+                    push(i << 2 | 2)
+                dirty = True
             while heap and heap[0][0] <= now:
-                work.append((1, heapq.heappop(heap)[2]))
-            process()
-            dirty = True
+                push(heappop(heap)[2] << 2 | 1)
+            if work and process():
+                dirty = True
         if any(math.isnan(e) for e in end):
             raise _unfinished(ops, end, queues, sems, held)
         meta: dict = {}
@@ -332,6 +343,33 @@ class Engine:
         """Progressive filling of ``active`` ops without memory timing (kept for callers that share
         plain resources: every op grows in proportion to its maximum rate)."""
         Allocator(ops, xmax, cap, policies, [None] * len(cap)).allocate(active, rate)
+
+
+def _snapshot(active, ops, res, rate) -> dict[tuple[int, str], float]:
+    """Usage rates by (resource, category) of the active ops (memory: reads and writes apart)."""
+    snap: dict[tuple[int, str], float] = {}
+    for i in active:
+        op = ops[i]
+        c = op.cat
+        wr = dict(op.writes) if op.writes else {}
+        for r, a in op.demands:
+            if res[r].timing is not None:  # memory: reads and writes apart
+                w = wr.get(r, 0.0)
+                if a > w:
+                    k = (r, c + " read")
+                    snap[k] = snap.get(k, 0.0) + rate[i] * (a - w)
+                if w > 0:
+                    k = (r, c + " write")
+                    snap[k] = snap.get(k, 0.0) + rate[i] * w
+            else:
+                snap[(r, c)] = snap.get((r, c), 0.0) + rate[i] * a
+    return snap
+
+
+def _plain(policy) -> bool:
+    """The default policy (one pool, first come): its answers are known without calling it."""
+    t = type(policy)
+    return t.available is Policy.available and t.latency is Policy.latency
 
 
 class Allocator:
@@ -359,81 +397,154 @@ class Allocator:
     def __init__(self, ops, xmax, cap, policies, timings):
         self.ops, self.xmax, self.cap, self.policies, self.timings = ops, xmax, cap, policies, timings
         n = len(ops)
-        self.dem = [op.demands for op in ops]
-        self.dem1 = self.dem  # demands of the first filling (closed streams' memory use left out)
-        self.prio = [op.prio for op in ops]
-        mem = {r for r, t in enumerate(timings) if t is not None}
-        self.mem = mem
+        self.plain = [_plain(p) for p in policies]
+        self.all_plain = all(self.plain)
+        # per op, filled in by _prep on its first allocation
+        self.dem: list = [None] * n
+        self.prio: list = [None] * n
+        self.window: list = [None] * n
+        self.mem = {r for r, t in enumerate(timings) if t is not None}
+        # prepared on an op's first allocation (:meth:`_prep`)
+        self.ready = [False] * n
+        self.uniq = [False] * n  # the op names each resource once
+        # per op: (resource, maximum rate x amount), the load it puts on the resource at full speed
+        self.xdem: list = [None] * n
+        self.dem1: list = [None] * n  # demands of the first filling (closed streams' memory left out)
+        self.xdem1: list = [None] * n
         self.cap0 = list(xmax)  # unloaded cap: the window at the unloaded latency
         self.memof: list[tuple | None] = [None] * n  # ((r, a, writes, closed), ...) on memory resources
         self._memo: dict = {}
         self._amemo: dict = {}
         sigs: dict = {}
         self.sig = [
-            sigs.setdefault((op.prio, xmax[i], tuple(op.demands), op.window, tuple(op.writes)), len(sigs))
+            sigs.setdefault((op.prio, xmax[i], op.window, *op.demands, None, *op.writes), len(sigs))
             for i, op in enumerate(ops)
         ]
-        if not mem:
+
+    def _prep(self, i: int) -> None:
+        op, mem, timings = self.ops[i], self.mem, self.timings
+        x = self.xmax[i]
+        self.dem[i] = dem = op.demands
+        self.prio[i] = op.prio
+        self.window[i] = op.window
+        self.xdem[i] = xdem = [(r, x * a) for r, a in dem]
+        self.dem1[i], self.xdem1[i] = dem, xdem
+        self.ready[i] = True
+        self.uniq[i] = len({r for r, _ in dem}) == len(dem)
+        on_mem = False
+        for r, _ in dem:
+            if r in mem:
+                on_mem = True
+                break
+        if not on_mem:
             return
-        self.dem1 = list(self.dem)
-        for i, op in enumerate(ops):
-            if not any(r in mem for r, _ in op.demands):
-                continue
-            wr = dict(op.writes)
-            parts = []
-            closed_r = set()
-            for r, a in op.demands:
-                if r in mem:
-                    closed = op.window > 0 and timings[r].latency_s > 0 and a - wr.get(r, 0.0) > 0
-                    parts.append((r, a, wr.get(r, 0.0), closed))
-                    if closed:  # the window bounds the reads; writes are posted
-                        closed_r.add(r)
-                        rd = a - wr.get(r, 0.0)
-                        self.cap0[i] = min(self.cap0[i], op.window / (timings[r].latency_s * rd))
-            self.memof[i] = tuple(parts)
-            if closed_r:
-                self.dem1[i] = [(r, a) for r, a in op.demands if r not in closed_r]
+        wr = dict(op.writes)
+        parts = []
+        closed_r = set()
+        for r, a in dem:
+            if r in mem:
+                closed = op.window > 0 and timings[r].latency_s > 0 and a - wr.get(r, 0.0) > 0
+                parts.append((r, a, wr.get(r, 0.0), closed))
+                if closed:  # the window bounds the reads; writes are posted
+                    closed_r.add(r)
+                    rd = a - wr.get(r, 0.0)
+                    self.cap0[i] = min(self.cap0[i], op.window / (timings[r].latency_s * rd))
+        self.memof[i] = tuple(parts)
+        if closed_r:
+            self.dem1[i] = [(r, a) for r, a in dem if r not in closed_r]
+            self.xdem1[i] = [(r, xa) for r, xa in xdem if r not in closed_r]
 
     # ---- filling ------------------------------------------------------------------------------
-    def _fill(self, active, capx, cap, rate, dem) -> None:
-        policies, xmax, prio = self.policies, self.xmax, self.prio
-        levels = sorted({prio[i] for i in active})
+    def _fill(self, active, capx, cap, rate, dem, xdem) -> None:
+        # (no comprehensions or generator expressions here: each costs a function call)
+        policies, xmax, prio, plain = self.policies, self.xmax, self.prio, self.plain
+        if len(active) == 1 and self.uniq[active[0]]:
+            # one op: the filling's first step, written out (the general loop below does the same
+            # arithmetic); it ends there unless rounding leaves the op unfrozen
+            i = active[0]
+            lvl = prio[i]
+            x = xmax[i]
+            c = capx[i]
+            step = 1.0
+            if c < x:
+                s = c / x
+                if s < step:
+                    step = s
+            left = []
+            for r, xa in xdem[i]:
+                cr = cap[r]
+                av = cr - 0.0 if plain[r] else policies[r].available(cr, cr - 0.0, lvl, 0.0)
+                s = av / xa
+                if s < step:
+                    step = s
+                left.append((av, xa, cr))
+            if step < 0:
+                step = 0.0
+            t = 0.0 + step
+            x *= t
+            frozen = t >= 1.0 - 1e-12 or x >= c * (1 - 1e-12)
+            if not frozen:
+                for av, xa, cr in left:
+                    if av - step * xa <= 1e-12 * cr:
+                        frozen = True
+                        break
+            if frozen:
+                rate[i] = c if x > c else x
+                return
+        groups: dict[int, list[int]] = {}
+        for i in active:
+            p = prio[i]
+            g = groups.get(p)
+            if g is None:
+                groups[p] = [i]
+            else:
+                g.append(i)
+        single = len(groups) == 1
+        levels = sorted(groups) if not single else list(groups)
+        first, last = levels[0], levels[-1]
         used: dict[int, float] = {}
         lower: dict[int, float] = {}
-        if len(levels) > 1:
+        policed = not self.all_plain
+        if not single and policed:
             for i in active:
-                if prio[i] != levels[0]:
-                    for r, a in dem[i]:
-                        lower[r] = lower.get(r, 0.0) + xmax[i] * a
+                if prio[i] != first:
+                    for r, xa in xdem[i]:
+                        lower[r] = lower.get(r, 0.0) + xa
         for lvl in levels:
-            group = [i for i in active if prio[i] == lvl] if len(levels) > 1 else active
-            if lvl != levels[0]:
+            group = active if single else groups[lvl]
+            if lvl != first and policed:
                 for i in group:
-                    for r, a in dem[i]:
-                        lower[r] -= xmax[i] * a
+                    for r, xa in xdem[i]:
+                        lower[r] -= xa
             avail: dict[int, float] = {}
+            lim: dict[int, float] = {}  # capped ops: the filling level at which they reach their cap
             for i in group:
+                c = capx[i]
+                x = xmax[i]
+                if c < x:
+                    lim[i] = c / x
                 for r, _ in dem[i]:
                     if r not in avail:
                         c = cap[r]
-                        low = lower.get(r, 0.0)
-                        avail[r] = policies[r].available(
-                            c, c - used.get(r, 0.0), lvl, low if low > 1e-12 * c else 0.0
-                        )
+                        if plain[r]:
+                            avail[r] = c - used.get(r, 0.0)
+                        else:
+                            low = lower.get(r, 0.0)
+                            avail[r] = policies[r].available(
+                                c, c - used.get(r, 0.0), lvl, low if low > 1e-12 * c else 0.0
+                            )
             t = 0.0
             unfrozen = group
             while unfrozen:
                 load: dict[int, float] = {}
                 step = 1.0 - t
                 for i in unfrozen:
-                    x = xmax[i]
-                    c = capx[i]
-                    if c < x:
-                        s = c / x - t
+                    if i in lim:
+                        s = lim[i] - t
                         if s < step:
                             step = s
-                    for r, a in dem[i]:
-                        load[r] = load.get(r, 0.0) + x * a
+                    for r, xa in xdem[i]:
+                        load[r] = load.get(r, 0.0) + xa
                 for r, ld in load.items():
                     s = avail[r] / ld
                     if s < step:
@@ -441,29 +552,52 @@ class Allocator:
                 if step < 0:
                     step = 0.0
                 t += step
-                sat = set()
+                sat = None
                 for r, ld in load.items():
-                    avail[r] -= step * ld
-                    if avail[r] <= 1e-12 * cap[r]:
-                        sat.add(r)
+                    left = avail[r] - step * ld
+                    avail[r] = left
+                    if left <= 1e-12 * cap[r]:
+                        if sat is None:
+                            sat = {r}
+                        else:
+                            sat.add(r)
                 nxt = []
-                done = t >= 1.0 - 1e-12
-                for i in unfrozen:
-                    x = xmax[i] * t
-                    if done or x >= capx[i] * (1 - 1e-12) or (sat and any(r in sat for r, _ in dem[i])):
-                        rate[i] = capx[i] if x > capx[i] else x
-                    else:
-                        nxt.append(i)
+                if t >= 1.0 - 1e-12:
+                    for i in unfrozen:
+                        x = xmax[i] * t
+                        c = capx[i]
+                        rate[i] = c if x > c else x
+                else:
+                    for i in unfrozen:
+                        x = xmax[i] * t
+                        c = capx[i]
+                        frozen = x >= c * (1 - 1e-12)
+                        if not frozen and sat is not None:
+                            for r, _ in dem[i]:
+                                if r in sat:
+                                    frozen = True
+                                    break
+                        if frozen:
+                            rate[i] = c if x > c else x
+                        else:
+                            nxt.append(i)
                 unfrozen = nxt
-            for i in group:
-                x = rate[i]
-                for r, a in dem[i]:
-                    used[r] = used.get(r, 0.0) + x * a
+            if lvl != last:
+                for i in group:
+                    x = rate[i]
+                    for r, a in dem[i]:
+                        used[r] = used.get(r, 0.0) + x * a
 
     # ---- one event ----------------------------------------------------------------------------
     def allocate(self, active, rate) -> None:
         sig = self.sig
-        key = tuple(sorted([sig[i] for i in active]))
+        if len(active) == 1:
+            key = sig[active[0]]
+        elif len(active) == 2:
+            a, b = sig[active[0]], sig[active[1]]
+            key = (a, b) if a <= b else (b, a)
+        else:
+            key = tuple(sorted([sig[i] for i in active]))
         hit = self._amemo.get(key)
         if hit is not None:
             for i in active:
@@ -475,44 +609,56 @@ class Allocator:
         self._amemo[key] = {sig[i]: rate[i] for i in active}
 
     def _allocate(self, active, rate) -> None:
+        ready = self.ready
+        for i in active:
+            if not ready[i]:
+                self._prep(i)
         cap0, memof = self.cap0, self.memof
         capx = {i: cap0[i] for i in active}
         on_mem = [i for i in active if memof[i] is not None] if self.mem else []
         if not on_mem:
-            self._fill(active, capx, self.cap, rate, self.dem)
+            self._fill(active, capx, self.cap, rate, self.dem, self.xdem)
             return
         cap = list(self.cap)
-        touched = {p[0] for i in on_mem for p in memof[i]}
+        timings = self.timings
         # the turnaround of the first filling: the write share of what the ops ask at their caps
+        ask: dict[int, list[float]] = {}
+        for i in on_mem:
+            c = capx[i]
+            for r, a, w, _ in memof[i]:
+                acc = ask.get(r)
+                if acc is None:
+                    acc = ask[r] = [0.0, 0.0]
+                acc[0] += c * a
+                acc[1] += c * w
         eta = {}
-        for r in touched:
-            tot = wtot = 0.0
-            for i in on_mem:
-                for rr, a, w, _ in memof[i]:
-                    if rr == r:
-                        tot += capx[i] * a
-                        wtot += capx[i] * w
-            eta[r] = self.timings[r].eta(wtot / tot) if tot > 0 else 1.0
+        for r, (tot, wtot) in ask.items():
+            eta[r] = timings[r].eta(wtot / tot) if tot > 0 else 1.0
             cap[r] = self.cap[r] * eta[r]
-        self._fill(active, capx, cap, rate, self.dem1)
+        self._fill(active, capx, cap, rate, self.dem1, self.xdem1)
+        # the first filling's flows per memory resource: total, writes, by level, closed streams
+        prio = self.prio
+        flows: dict[int, tuple] = {}
+        for i in on_mem:
+            x = rate[i]
+            lv = prio[i]
+            for r, a, w, c in memof[i]:
+                f = flows.get(r)
+                if f is None:
+                    f = flows[r] = [0.0, 0.0, {}, {}]
+                f[0] += x * a
+                f[1] += x * w
+                by_level = f[2]
+                by_level[lv] = by_level.get(lv, 0.0) + x * a
+                if c:
+                    f[3].setdefault(lv, []).append((i, a, a - w))
         again = False
-        for r in sorted(touched):
-            timing = self.timings[r]
-            flow = wflow = 0.0
-            by_level: dict[int, float] = {}
-            closed: dict[int, list[tuple[int, float]]] = {}
-            for i in on_mem:
-                for rr, a, w, c in memof[i]:
-                    if rr == r:
-                        x = rate[i]
-                        flow += x * a
-                        wflow += x * w
-                        lv = self.prio[i]
-                        by_level[lv] = by_level.get(lv, 0.0) + x * a
-                        if c:
-                            closed.setdefault(lv, []).append((i, a, a - w))
+        window = self.window
+        for r in sorted(flows):
+            flow, wflow, by_level, closed = flows[r]
             if flow <= 0:
                 continue
+            timing = timings[r]
             e = timing.eta(wflow / flow)
             if abs(e - eta[r]) > 1e-3 * eta[r]:
                 eta[r] = e
@@ -525,19 +671,19 @@ class Allocator:
             for lv in sorted(closed):
                 lat = policy.latency(timing, cap[r], lv, by_level)
                 if not over and all(
-                    rate[i] * rd <= self.ops[i].window / lat * (1 + 1e-6) for i, _, rd in closed[lv]
+                    rate[i] * rd <= window[i] / lat * (1 + 1e-6) for i, _, rd in closed[lv]
                 ):
                     continue
                 lat = self._solve(r, lv, closed[lv], by_level, cap[r], rate)
                 for i, _, rd in closed[lv]:
-                    c = self.ops[i].window / (lat * rd)
+                    c = window[i] / (lat * rd)
                     if c < capx[i]:
                         capx[i] = c
                 again = True
         # (when no memory saturated and no window bound, the first filling already holds: the closed
         # streams' memory use, left out of it, constrained nobody)
         if again:
-            self._fill(active, capx, cap, rate, self.dem)
+            self._fill(active, capx, cap, rate, self.dem, self.xdem)
 
     def _solve(self, r, lv, group, by_level, cap, rate) -> float:
         """Latency at which the closed streams of level ``lv`` on memory ``r`` read what their windows

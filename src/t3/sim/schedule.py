@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
@@ -121,6 +122,15 @@ class Schedule:
 Ref = tuple[int, Hashable]
 
 
+def _units(pairs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(semaphore, units) pairs that take or give back something, units as integers."""
+    out = []
+    for s, u in pairs:
+        if u > 0:
+            out.append((s, int(u)))
+    return out
+
+
 def hbm_timing(hw: Hardware) -> HbmTiming:
     """The memory model's closed forms for ``hw``'s DRAM (:mod:`t3.sim.memory`)."""
     h = hw.hbm
@@ -145,9 +155,10 @@ class ScheduleBuilder:
         self.gpus = [0] if symmetric else list(range(n_gpus))
         self._ops: list[Op] = []
         self._index: dict[Ref, int] = {}
-        self._deps: list[list[Ref]] = []
+        self._deps: list[tuple[Ref, ...]] = []
         self._res: list[Resource] = []
         self._res_index: dict[str, int] = {}
+        self._known: dict[tuple, Any] = {}  # (role, gpu...) -> resource index (or path), once created
         self.policies: dict[str, Policy] = {}  # resource kind -> policy
         self._sems: list[Semaphore] = []
         self._sem_index: dict[str, int] = {}
@@ -166,15 +177,21 @@ class ScheduleBuilder:
         return idx
 
     def cu(self, gpu: int) -> int:
-        g = self.canon(gpu)
-        return self._resource(f"cu:{g}", float(self.hw.compute.cus), "cu", g)
+        idx = self._known.get(("cu", gpu))
+        if idx is None:
+            g = self.canon(gpu)
+            idx = self._known["cu", gpu] = self._resource(f"cu:{g}", float(self.hw.compute.cus), "cu", g)
+        return idx
 
     def hbm(self, gpu: int) -> int:
         """The GPU's DRAM; work on it is bytes *read* (see :meth:`hbm_w` for writes)."""
-        g = self.canon(gpu)
-        idx = self._resource(f"hbm:{g}", self.hw.hbm.effective_Bps, "hbm", g)
-        if self._res[idx].timing is None:
-            self._res[idx].timing = hbm_timing(self.hw)
+        idx = self._known.get(("hbm", gpu))
+        if idx is None:
+            g = self.canon(gpu)
+            idx = self._resource(f"hbm:{g}", self.hw.hbm.effective_Bps, "hbm", g)
+            if self._res[idx].timing is None:
+                self._res[idx].timing = hbm_timing(self.hw)
+            self._known["hbm", gpu] = idx
         return idx
 
     def hbm_w(self, gpu: int) -> int:
@@ -189,12 +206,21 @@ class ScheduleBuilder:
         return self._resource(f"cus:{g}:{name}", float(cus), "cu-part", g)
 
     def dma(self, gpu: int) -> int:
-        g = self.canon(gpu)
-        d = self.hw.dma
-        return self._resource(f"dma:{g}", d.engines * d.bandwidth_Bps, "dma", g)
+        idx = self._known.get(("dma", gpu))
+        if idx is None:
+            g = self.canon(gpu)
+            d = self.hw.dma
+            idx = self._known["dma", gpu] = self._resource(f"dma:{g}", d.engines * d.bandwidth_Bps, "dma", g)
+        return idx
 
     def path(self, src: int, dst: int) -> list[int]:
         """Resources a transfer src -> dst occupies (per topology); each at bytes/s."""
+        hit = self._known.get(("path", src, dst))
+        if hit is None:
+            hit = self._known["path", src, dst] = tuple(self._path(src, dst))
+        return list(hit)
+
+    def _path(self, src: int, dst: int) -> list[int]:
         n = self.n
         src, dst = src % n, dst % n
         if src == dst:
@@ -245,56 +271,83 @@ class ScheduleBuilder:
         release: Iterable[tuple[int, int]] = (),
         window: float = 0.0,
     ) -> Op:
-        ref = self.ref(gpu, key)
-        if self.symmetric and gpu % self.n != 0:
-            raise ScheduleError("symmetric builder materialises GPU 0 only: loop over builder.gpus")
-        if ref in self._index:
+        n = self.n
+        if self.symmetric:
+            if gpu % n != 0:
+                raise ScheduleError("symmetric builder materialises GPU 0 only: loop over builder.gpus")
+            ref = (0, key)
+        else:
+            ref = (gpu % n, key)
+        index = self._index
+        if ref in index:
             raise ScheduleError(f"duplicate op {ref}")
         merged: dict[int, float] = {}
-        writes: dict[int, float] = {}
+        writes: dict[int, float] | None = None
         for r, a in work:
             if r < 0:
                 r = ~r
                 if a > 0:
-                    writes[r] = writes.get(r, 0.0) + a
-            if a < 0:
-                raise ScheduleError(f"op {ref}: negative work on {self._res[r].name}")
+                    if writes is None:
+                        writes = {r: a}
+                    elif r in writes:
+                        writes[r] += a
+                    else:
+                        writes[r] = a
             if a > 0:
-                merged[r] = merged.get(r, 0.0) + a
+                if r in merged:
+                    merged[r] += a
+                else:
+                    merged[r] = a
+            elif a < 0:
+                raise ScheduleError(f"op {ref}: negative work on {self._res[r].name}")
         if window < 0:
             raise ScheduleError(f"op {ref}: negative window")
+        tr: dict[str, float] = {}
+        if traffic:
+            for k, v in traffic.items():
+                if v:
+                    tr[k] = v
+        ops = self._ops
         op = Op(
-            id=len(self._ops),
-            gpu=ref[0],
-            key=key,
-            kind=kind,
-            cat=cat,
-            demands=sorted(merged.items()),
-            caps=list(caps),
-            delay_s=float(delay_s),
-            deps=[],
-            traffic={k: v for k, v in (traffic or {}).items() if v},
-            prio=prio,
-            acquire=[(s, int(u)) for s, u in acquire if u > 0],
-            release=[(s, int(u)) for s, u in release if u > 0],
-            writes=sorted(writes.items()),
-            window=float(window),
+            len(ops),
+            ref[0],
+            key,
+            kind,
+            cat,
+            sorted(merged.items()) if len(merged) > 1 else list(merged.items()),
+            list(caps),
+            float(delay_s),
+            [],
+            tr,
+            prio,
+            None,
+            None,
+            _units(acquire) if acquire else [],
+            _units(release) if release else [],
+            (sorted(writes.items()) if len(writes) > 1 else list(writes.items())) if writes else [],
+            float(window),
         )
-        self._index[ref] = op.id
-        self._ops.append(op)
-        self._deps.append([self.ref(g, k) for g, k in deps])
+        index[ref] = op.id
+        ops.append(op)
+        # dependencies are resolved (and mapped onto the materialised GPUs) by build()
+        self._deps.append(deps if type(deps) is tuple else tuple(deps))
         return op
 
     def has(self, gpu: int, key: Hashable) -> bool:
         return self.ref(gpu, key) in self._index
 
     def build(self) -> Schedule:
+        index = self._index
+        sym, n = self.symmetric, self.n
         for op, deps in zip(self._ops, self._deps, strict=True):
+            if not deps:
+                continue
             ids = []
-            for d in deps:
-                if d not in self._index:
+            for g, k in deps:
+                d = (0, k) if sym else (g % n, k)
+                i = index.get(d)
+                if i is None:
                     raise ScheduleError(f"op {(op.gpu, op.key)} depends on unknown op {d}")
-                i = self._index[d]
                 if i == op.id:
                     raise ScheduleError(
                         f"op {(op.gpu, op.key)} depends on itself (cyclic under GPU rotation)"

@@ -59,6 +59,10 @@ def test_evidence_numbers_come_from_the_document():
     # loss in tolerance units, against the paper's 35 % / 50 % (3 pp / 5 pp tolerances)
     assert link["Ideal loss"] == pytest.approx(max(abs(0.33 - 0.35) / 0.03, abs(0.49 - 0.50) / 0.05))
     assert link["Ideal geomean at x0.5"] == 0.21 and link["Ideal geomean at x2"] == 0.27
+    for tp in (8, 16):  # the link is fitted with the NMC RS speed-up (stage B): T_CU / T_NMC - 1
+        ratios = [cu / nmc for (m, t), (cu, nmc) in doc["_rs"].items() if t == tp]
+        want = float(np.exp(np.mean(np.log(ratios)))) - 1.0
+        assert link[f"NMC RS speed-up over the CU RS, TP {tp}"] == pytest.approx(want, rel=1e-12)
     mca = _numbers(ev["mca.starvation_share"])
     assert mca["T3-MCA loss"] == pytest.approx(max(abs(0.315 - 0.30) / 0.03, abs(0.44 - 0.47) / 0.05))
     assert mca["T3 geomean"] == 0.30
@@ -75,9 +79,9 @@ def test_staged_entries_get_their_stage_evidence(monkeypatch: pytest.MonkeyPatch
     ])  # fmt: skip
     ch, eff = calibration_evidence.evidence(doc, load_hardware("paper-80cu"))
     for tp in (8, 16):
-        ratios = [nmc / cu for (m, t), (cu, nmc) in doc["_rs"].items() if t == tp]
-        want = 1.0 - float(np.exp(np.mean(np.log(ratios))))
-        assert _numbers(ch)[f"NMC RS faster than CU RS, FC-2 TP {tp}"] == pytest.approx(want, rel=1e-12)
+        ratios = [cu / nmc for (m, t), (cu, nmc) in doc["_rs"].items() if t == tp]
+        want = float(np.exp(np.mean(np.log(ratios)))) - 1.0
+        assert _numbers(ch)[f"NMC RS speed-up over the CU RS, TP {tp}"] == pytest.approx(want, rel=1e-12)
     assert _numbers(eff)["Ideal geomean"] == 0.33
     assert isinstance(eff["evidence"], list)  # the entry's text evidence was dropped
 

@@ -59,6 +59,22 @@ def _is_number(v) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
+def _int_floor(path: str) -> int:
+    """The least value an integer hardware field declares valid (its ``gt``/``ge`` bound)."""
+    model = Hardware
+    *head, last = path.split(".")
+    for p in head:
+        model = model.model_fields[p].annotation
+    floor = None
+    for m in model.model_fields[last].metadata:
+        if getattr(m, "gt", None) is not None:
+            floor = m.gt + 1
+        if getattr(m, "ge", None) is not None:
+            floor = m.ge
+    assert floor is not None, f"{path} declares no lower bound"
+    return floor
+
+
 def _valid_for(path: str, old, v) -> bool:
     """Whether ``v`` could be a valid value of the field (then the example is skipped)."""
     if isinstance(old, bool):
@@ -66,7 +82,7 @@ def _valid_for(path: str, old, v) -> bool:
     if isinstance(old, str):
         return isinstance(v, str) and (path != "topology.kind" or v in ("ring", "mesh", "switch"))
     if isinstance(old, int):
-        return isinstance(v, int) and not isinstance(v, bool) and v > 1
+        return isinstance(v, int) and not isinstance(v, bool) and v >= _int_floor(path)
     if isinstance(old, float):
         return _is_number(v) and math.isfinite(v) and v >= 0
     return True

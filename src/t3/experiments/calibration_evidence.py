@@ -85,13 +85,18 @@ def nmc_rs_speedup(doc: Doc) -> Numbers:
     ]
 
 
+def link_sweep(doc: Doc) -> Numbers:
+    """Ideal-GEMM-RS-Overlap's geomean at each value of the link-bandwidth sensitivity sweep."""
+    return _sweep(doc, "link_bw", "ideal_gemm_rs_overlap", "Ideal geomean at x{v:g}")
+
+
 # Evidence by calibration stage (the ``stage`` of an entry), then by parameter for entries without one.
 BY_STAGE: dict[str, Callable[[Doc], Numbers]] = {
     "1": ideal_fit, "B1": ideal_fit, "B2": nmc_rs_speedup, "2": mca_fit, "C": mca_fit,
-    "B": lambda doc: ideal_fit(doc) + nmc_rs_speedup(doc),
+    "B": lambda doc: ideal_fit(doc) + nmc_rs_speedup(doc) + link_sweep(doc),
 }  # fmt: skip
 BY_PARAMETER: dict[str, Callable[[Doc], Numbers]] = {
-    "link.bandwidth_Bps": lambda d: ideal_fit(d) + _sweep(d, "link_bw", "ideal_gemm_rs_overlap", "Ideal geomean at x{v:g}"),
+    "link.bandwidth_Bps": lambda d: ideal_fit(d) + link_sweep(d),
     "compute.gemm_efficiency": ideal_fit,
     "collective.channels": nmc_rs_speedup,
     "tokens": lambda d: _sweep(d, "tokens", "ideal_gemm_rs_overlap", "Ideal geomean at {v:g} tokens"),

@@ -145,3 +145,19 @@ def _fresh3() -> tuple[FiccoOperator, ...]:
 
 
 FRESH3_OPERATORS: tuple[FiccoOperator, ...] = _fresh3()
+
+
+def _fresh4() -> tuple[FiccoOperator, ...]:
+    """Fourth fresh blind set (committed before any of its results existed, together with the pipeline
+    selector's contention factors refitted on the current engine, whose memory and collective models
+    changed): every (model, sublayer) pair of the eight zoo models at **2816 tokens** (TP 8 + SP; a
+    token count no other set uses, and not a multiple of 512 as every training token count is),
+    Mixtral-8x7B-style experts at 2560 tokens per GPU and DeepSeek-V3-style at 768 (uniform), minus
+    any operator of the training set."""
+    ops = [op for m in ZOO for op in dense_operators(m, 2816)]
+    ops += [expert_operator(EXPERTS[0], 2560), expert_operator(EXPERTS[1], 768)]
+    train = {_key(f) for f in training_operators(200)}
+    return tuple(f for f in ops if _key(f) not in train)
+
+
+FRESH4_OPERATORS: tuple[FiccoOperator, ...] = _fresh4()

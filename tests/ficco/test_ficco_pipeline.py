@@ -103,16 +103,21 @@ def test_select_pipeline_is_static_deterministic_and_legal(no_simulation):
 
 
 def test_pipeline_pick_is_the_least_prediction_and_near_the_exhaustive_best():
-    """On a design operator: the pick is the ranking's minimum, every ranked schedule is legal,
-    and the pick's simulated time is within 5 % of the exhaustive best (brute force)."""
+    """On the first four design operators (Llama-3-8B prefill QKV, FC-1, out-proj, FC-2 on mi300x-8):
+    each pick is its ranking's minimum and every ranked schedule is legal; against the exhaustive best
+    (every ranked schedule simulated: brute force), the picks' geomean slowdown is under 5 %."""
+    from t3.ficco.scenarios import DESIGN_OPERATORS
+
     hw = load_hardware("mi300x-8")
-    op = FiccoOperator("gemm-rs", 8192, 4096, 1792)
-    rank = ranking(op, hw)
-    assert select_pipeline(op, hw)[0] == rank[0][0]
-    assert all(legality(op, hw, parse_name(n)) is None and math.isfinite(t) for n, t in rank)
-    lm = LossModel(op, hw)
-    times = {n: lm.evaluate(parse_name(n)).time_s for n, _ in rank}
-    assert times[rank[0][0]] <= min(times.values()) * 1.05
+    ratios = []
+    for op in DESIGN_OPERATORS[:4]:
+        rank = ranking(op, hw)
+        assert select_pipeline(op, hw)[0] == rank[0][0]
+        assert all(legality(op, hw, parse_name(n)) is None and math.isfinite(t) for n, t in rank)
+        lm = LossModel(op, hw)
+        times = {n: lm.evaluate(parse_name(n)).time_s for n, _ in rank}
+        ratios.append(times[rank[0][0]] / min(times.values()))
+    assert math.exp(sum(math.log(r) for r in ratios) / len(ratios)) <= 1.05, ratios
 
 
 def test_factors_cover_every_class_and_are_near_one():

@@ -1,16 +1,23 @@
 """FiCCO speed: `select` latency (a reduced model of the engine, no schedule simulated) and `explore` wall
 time per operator.
 
-Run: PYTHONPATH=src python3 benchmarks/bench_ficco.py [--repeat N] [--quick]
-Prints a table (medians over N repeats; ``--quick``: the first operator on one preset). Not a test: no
+Run: PYTHONPATH=src python3 benchmarks/bench_ficco.py [--repeat N] [--quick] [--reproduce]
+Prints a table (medians over N repeats; ``--quick``: the first operator on one preset). ``--reproduce``
+also times the whole ``python3 -m t3 reproduce ficco`` (N runs in a fresh process each, default worker
+count) and prints its median wall time and the size of the JSON and Parquet it writes. Not a test: no
 assertion on time.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from t3.config.hardware import load_hardware
 from t3.ficco.learned import select_shipped as select
@@ -29,7 +36,10 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="the first operator on mi300x-8 only")
+    ap.add_argument("--reproduce", action="store_true", help="also time `t3 reproduce ficco` end to end")
     a = ap.parse_args()
+    if a.repeat < 1:
+        ap.error("--repeat must be at least 1")
     print(f"{'operator':40s} {'hw':9s} {'select (ms)':>12s} {'explore (s)':>12s} {'schedules':>10s}")
     for hwn in ("mi300x-8",) if a.quick else ("mi300x-8", "h100-8"):
         hw = load_hardware(hwn)
@@ -48,6 +58,25 @@ def main() -> None:
             print(
                 f"{f.label:40s} {hwn:9s} {1e3 * statistics.median(sel):12.3f} {statistics.median(exs):12.2f} {n:10d}"
             )
+    if a.reproduce:
+        reproduce(a.repeat)
+
+
+def reproduce(repeat: int) -> None:
+    """Median wall time of ``t3 reproduce ficco`` over ``repeat`` runs, and its output sizes."""
+    walls, sizes = [], {}
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "t3", "reproduce", "ficco", "--out", tmp], env=env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+            walls.append(time.perf_counter() - t0)
+            sizes = {f.name: f.stat().st_size for f in Path(tmp).iterdir() if f.suffix in (".json", ".parquet")}
+    print()
+    print(f"{'command':32s} {'runs':>5s} {'wall median (s)':>16s} {'wall min (s)':>13s} {'outputs (MB)':>30s}")
+    out = ", ".join(f"{k} {v / 1e6:.2f}" for k, v in sorted(sizes.items()))
+    print(f"{'t3 reproduce ficco':32s} {repeat:5d} {statistics.median(walls):16.1f} {min(walls):13.1f} {out:>30s}")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ neighbour's op. Functional mode runs every GPU and carries values (:mod:`t3.func
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
@@ -359,10 +360,13 @@ class T3Builder:
                     )
 
     # ---- outcome --------------------------------------------------------------------------------
-    def run(self) -> Outcome:
-        sched = self.build()
+    def run(self, sched: Schedule | None = None, opts: RunOptions | None = None) -> Outcome:
+        """Simulate ``sched`` (this builder's :meth:`build`, made now if not given) with the engine of
+        ``opts`` (default: the builder's) and summarise it."""
+        if sched is None:
+            sched = self.build()
         try:
-            res = self.opts.engine().run(sched)
+            res = (opts or self.opts).engine().run(sched)
         except DeadlockError as err:
             if err.kind == "semaphore" and all(n.startswith(SEMAPHORE_KIND) for n in err.names):
                 raise ScheduleError(
@@ -398,6 +402,51 @@ class T3Builder:
         return out
 
 
+# Built schedules, reused across calls: a T3 schedule without functional mode is a pure function of
+# (configuration, operator, hardware, symmetric mode), and neither the engine nor the summary modifies
+# it. Keyed on the hardware's full content (not its identity); least recently used entries are dropped.
+SCHEDULE_CACHE_SIZE = 32
+_SCHEDULES: OrderedDict[tuple, tuple[T3Builder, Schedule]] = OrderedDict()
+_HW_CONTENT: dict[int, tuple[Hardware, str]] = {}
+
+
+def _hw_content(hw: Hardware) -> str:
+    """Every field of ``hw`` as one string (computed once per hardware object: it is immutable)."""
+    hit = _HW_CONTENT.get(id(hw))
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    if len(_HW_CONTENT) > 1000:
+        _HW_CONTENT.clear()
+    text = hw.model_dump_json()
+    _HW_CONTENT[id(hw)] = (hw, text)
+    return text
+
+
+def clear_schedule_cache() -> None:
+    """Forget the built schedules (the next run of each configuration builds its schedule again)."""
+    _SCHEDULES.clear()
+
+
+def built_schedule(
+    name: str, op: Operator, hw: Hardware, opts: RunOptions, *, mca: bool
+) -> tuple[T3Builder, Schedule]:
+    """The builder and schedule of a T3 configuration; memoised (:data:`SCHEDULE_CACHE_SIZE` entries)
+    unless functional mode attaches values to the ops."""
+    if opts.functional:
+        bld = T3Builder(name, op, hw, opts, mca=mca)
+        return bld, bld.build()
+    key = (name, mca, opts.symmetric, op, _hw_content(hw))
+    hit = _SCHEDULES.get(key)
+    if hit is not None:
+        _SCHEDULES.move_to_end(key)
+        return hit
+    bld = T3Builder(name, op, hw, opts, mca=mca)
+    hit = _SCHEDULES[key] = (bld, bld.build())
+    if len(_SCHEDULES) > SCHEDULE_CACHE_SIZE:
+        _SCHEDULES.popitem(last=False)
+    return hit
+
+
 FUNCTIONAL_PARAMS = {
     "functional_seed": Param((int,), "seed of the random operand values", needs="functional"),
     "functional_fault": Param((str, type(None)), "inject a fault the check must catch", FAULTS, "functional"),
@@ -410,7 +459,8 @@ FUNCTIONAL_PARAMS = {
     FUNCTIONAL_PARAMS,
 )
 def run_t3(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
-    return T3Builder("t3", op, hw, opts, mca=False).run()
+    bld, sched = built_schedule("t3", op, hw, opts, mca=False)
+    return bld.run(sched, opts)
 
 
 @register(
@@ -419,7 +469,8 @@ def run_t3(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
     FUNCTIONAL_PARAMS,
 )
 def run_t3_mca(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
-    return T3Builder("t3-mca", op, hw, opts, mca=True).run()
+    bld, sched = built_schedule("t3-mca", op, hw, opts, mca=True)
+    return bld.run(sched, opts)
 
 
 def nmc_rs_schedule(op: Operator, hw: Hardware, opts: RunOptions) -> Schedule:

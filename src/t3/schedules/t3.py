@@ -104,6 +104,35 @@ def staggered_plan(op: Operator, hw: Hardware, bypass: frozenset[int] = frozense
     return plan_gemm(g, hw, chunks=n, bypass=bypass), False
 
 
+LAYOUT_CACHE_SIZE = 64
+_LAYOUTS: dict[tuple, dict[str, Any]] = {}
+
+
+def _layout(op: Operator, hw: Hardware) -> dict[str, Any]:
+    """What a T3 schedule's structure derives from (operator, hardware) alone; the piece, sender and
+    update-ref tables start empty and fill as builders ask for them."""
+    n = op.tp
+    plan, columns = staggered_plan(op, hw, bypass=frozenset(range(n - 1)))
+    ring = hw.topology.kind == "ring"
+    return {
+        "plan": plan,
+        "columns": columns,
+        "ring": ring,
+        "maps": ring_rs_maps(n) if ring else direct_rs_maps(n),
+        "tracker": TrackerModel.from_hardware(hw),
+        "segs": _segments(plan),
+        "tile_bytes": plan.chunk_rows
+        * plan.shape.n
+        * op.gemm.elem_bytes
+        / (plan.tiles_m_chunk * plan.tiles_n),
+        "order": [stagger_order(g, n) for g in range(n)],
+        "out": {},
+        "senders": {},
+        "inc": {},
+        "refs": {},
+    }
+
+
 FUNCTIONAL_CONFIGS = ("t3", "t3-mca")
 
 
@@ -123,20 +152,25 @@ class T3Builder:
         self.name, self.op, self.hw, self.opts, self.mca = name, op, hw, opts, mca
         self.n = n = op.tp
         self.b = ScheduleBuilder(name, hw, n, symmetric=opts.symmetric and not opts.functional)
-        self.plan, self.columns = staggered_plan(op, hw, bypass=frozenset(range(n - 1)))
-        self.ring = hw.topology.kind == "ring"
-        self.maps: list[AddressMap] = ring_rs_maps(n) if self.ring else direct_rs_maps(n)
-        self.tracker = TrackerModel.from_hardware(hw)
-        self.segs = _segments(self.plan)
-        self.tile_bytes = (
-            self.plan.chunk_rows
-            * self.plan.shape.n
-            * op.gemm.elem_bytes
-            / (self.plan.tiles_m_chunk * self.plan.tiles_n)
-        )
+        # the plan, address maps, tile groups and the pieces / update refs derived from them depend on
+        # (operator, hardware) only: shared by every builder of the same pair (never modified)
+        key = (op, _hw_content(hw))
+        lay = _LAYOUTS.get(key)
+        if lay is None:
+            lay = _layout(op, hw)
+            if len(_LAYOUTS) >= LAYOUT_CACHE_SIZE:
+                _LAYOUTS.pop(next(iter(_LAYOUTS)))
+            _LAYOUTS[key] = lay
+        self._lay = lay
+        self.plan, self.columns, self.ring = lay["plan"], lay["columns"], lay["ring"]
+        self.maps: list[AddressMap] = lay["maps"]
+        self.tracker: TrackerModel = lay["tracker"]
+        self.segs, self.tile_bytes = lay["segs"], lay["tile_bytes"]
         self.theta = self.intensity = None
         if mca:
-            self.intensity = self._first_stage_intensity()
+            if "intensity" not in lay:
+                lay["intensity"] = self._first_stage_intensity()
+            self.intensity = lay["intensity"]
             self.theta = mca_threshold(self.intensity, hw)
             self.b.policies["hbm"] = McaPolicy(self.theta, hw.mca.starvation_share, hbm_timing(hw))
         self.comm_prio = 1 if mca else 0
@@ -148,10 +182,11 @@ class T3Builder:
                 seed=opts.params.get("functional_seed", 0),
                 fault=opts.params.get("functional_fault"),
             )
-        self._out: dict[tuple[int, int], tuple[str, int, list[Piece], bool]] = {}
-        self._senders: dict[tuple[int, int], list[tuple[int, int]]] = {}
-        self._order = [stagger_order(g, n) for g in range(n)]
-        self._inc: dict[tuple[int, int], list[tuple[int, int, list[Piece], list[int] | None]]] = {}
+        self._out: dict[tuple[int, int], tuple[str, int, list[Piece], bool]] = lay["out"]
+        self._senders: dict[tuple[int, int], list[tuple[int, int]]] = lay["senders"]
+        self._order: list[tuple[int, ...]] = lay["order"]
+        self._inc: dict[tuple[int, int], list[tuple[int, int, list[Piece], list[int] | None]]] = lay["inc"]
+        self._refs: dict[tuple[int, int, int, int], list[tuple[int, str]]] = lay["refs"]
         self.counts = {"gemm_write_local": 0.0, "gemm_write_remote": 0.0, "triggers": 0, "dma_commands": 0}
 
     def _first_stage_intensity(self) -> float:
@@ -200,7 +235,11 @@ class T3Builder:
         return m.kind, r, _pieces(self.segs, p, self.position(r, c), tracked), tracked
 
     def incoming(self, gpu: int, p: int, lo: int, hi: int) -> list[tuple[int, str]]:
-        """Refs of the update ops carrying tiles [lo, hi) of the chunk ``gpu`` produces at position p."""
+        """Refs of the update ops carrying tiles [lo, hi) of the chunk ``gpu`` produces at position p
+        (a list shared by every caller: not to be modified)."""
+        hit = self._refs.get((gpu % self.n, p, lo, hi))
+        if hit is not None:
+            return hit
         key = (gpu % self.n, p)
         senders = self._inc.get(key)
         if senders is None:
@@ -222,6 +261,7 @@ class T3Builder:
                     break
                 if a < hi and lo < b:
                     refs.append((h, f"rs.{ph}.{k}"))
+        self._refs[gpu % self.n, p, lo, hi] = refs
         return refs
 
     # ---- schedule -------------------------------------------------------------------------------
@@ -423,7 +463,8 @@ def _hw_content(hw: Hardware) -> str:
 
 
 def clear_schedule_cache() -> None:
-    """Forget the built schedules (the next run of each configuration builds its schedule again)."""
+    """Forget the built schedules (the next run of each configuration builds its schedule again; the
+    layouts of :func:`_layout` and the GEMM plans stay memoised)."""
     _SCHEDULES.clear()
 
 

@@ -115,10 +115,11 @@ class Schedule:
         return len(self.gpus) != self.n_gpus
 
     def __getstate__(self) -> dict:
-        # the engine keeps what it derived from the schedule on its first run (a schedule is not
-        # modified once run); that is rebuilt, not pickled
+        # the engine and the summary keep what they derived from the schedule on its first run (a
+        # schedule is not modified once run); that is rebuilt, not pickled
         state = dict(self.__dict__)
         state.pop("_engine_static", None)
+        state.pop("_summary_sums", None)
         return state
 
     def traffic_per_gpu(self) -> dict[str, float]:

@@ -27,6 +27,7 @@ neighbour's op. Functional mode runs every GPU and carries values (:mod:`t3.func
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import replace
@@ -104,6 +105,7 @@ def staggered_plan(op: Operator, hw: Hardware, bypass: frozenset[int] = frozense
     return plan_gemm(g, hw, chunks=n, bypass=bypass), False
 
 
+_LOCK = threading.Lock()  # the memos below may be shared by threads running simulations
 LAYOUT_CACHE_SIZE = 64
 _LAYOUTS: dict[tuple, dict[str, Any]] = {}
 
@@ -158,9 +160,10 @@ class T3Builder:
         lay = _LAYOUTS.get(key)
         if lay is None:
             lay = _layout(op, hw)
-            if len(_LAYOUTS) >= LAYOUT_CACHE_SIZE:
-                _LAYOUTS.pop(next(iter(_LAYOUTS)))
-            _LAYOUTS[key] = lay
+            with _LOCK:
+                if len(_LAYOUTS) >= LAYOUT_CACHE_SIZE:
+                    _LAYOUTS.pop(next(iter(_LAYOUTS)))
+                lay = _LAYOUTS.setdefault(key, lay)
         self._lay = lay
         self.plan, self.columns, self.ring = lay["plan"], lay["columns"], lay["ring"]
         self.maps: list[AddressMap] = lay["maps"]
@@ -446,6 +449,7 @@ class T3Builder:
 # (configuration, operator, hardware, symmetric mode), and neither the engine nor the summary modifies
 # it. Keyed on the hardware's full content (not its identity); least recently used entries are dropped.
 SCHEDULE_CACHE_SIZE = 32
+SCHEDULE_CACHE_OPS = 20_000  # at most this many ops kept (about 2 KB each with the engine's data: ~40 MB)
 _SCHEDULES: OrderedDict[tuple, tuple[T3Builder, Schedule]] = OrderedDict()
 _HW_CONTENT: dict[int, tuple[Hardware, str]] = {}
 
@@ -465,26 +469,33 @@ def _hw_content(hw: Hardware) -> str:
 def clear_schedule_cache() -> None:
     """Forget the built schedules (the next run of each configuration builds its schedule again; the
     layouts of :func:`_layout` and the GEMM plans stay memoised)."""
-    _SCHEDULES.clear()
+    with _LOCK:
+        _SCHEDULES.clear()
 
 
 def built_schedule(
     name: str, op: Operator, hw: Hardware, opts: RunOptions, *, mca: bool
 ) -> tuple[T3Builder, Schedule]:
-    """The builder and schedule of a T3 configuration; memoised (:data:`SCHEDULE_CACHE_SIZE` entries)
-    unless functional mode attaches values to the ops."""
+    """The builder and schedule of a T3 configuration; memoised (the last :data:`SCHEDULE_CACHE_SIZE`
+    schedules, :data:`SCHEDULE_CACHE_OPS` ops in all) unless functional mode attaches values to the ops."""
     if opts.functional:
         bld = T3Builder(name, op, hw, opts, mca=mca)
         return bld, bld.build()
     key = (name, mca, opts.symmetric, op, _hw_content(hw))
-    hit = _SCHEDULES.get(key)
-    if hit is not None:
-        _SCHEDULES.move_to_end(key)
-        return hit
+    with _LOCK:
+        hit = _SCHEDULES.get(key)
+        if hit is not None:
+            _SCHEDULES.move_to_end(key)
+            return hit
     bld = T3Builder(name, op, hw, opts, mca=mca)
-    hit = _SCHEDULES[key] = (bld, bld.build())
-    if len(_SCHEDULES) > SCHEDULE_CACHE_SIZE:
-        _SCHEDULES.popitem(last=False)
+    built = (bld, bld.build())
+    with _LOCK:
+        hit = _SCHEDULES.setdefault(key, built)
+        while len(_SCHEDULES) > 1 and (
+            len(_SCHEDULES) > SCHEDULE_CACHE_SIZE
+            or sum(len(s.ops) for _, s in _SCHEDULES.values()) > SCHEDULE_CACHE_OPS
+        ):
+            _SCHEDULES.popitem(last=False)
     return hit
 
 

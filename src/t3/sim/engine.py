@@ -444,37 +444,45 @@ class Allocator:
         return a
 
     def _prep(self, i: int) -> None:
+        # every field is computed first and stored with its final value, ``ready`` last: runs of one
+        # schedule share this preparation, so a run must never see a half-prepared op
         op, mem, timings = self.ops[i], self.mem, self.timings
         x = self.xmax[i]
-        self.dem[i] = dem = op.demands
-        self.prio[i] = op.prio
-        self.window[i] = op.window
-        self.xdem[i] = xdem = [(r, x * a) for r, a in dem]
-        self.dem1[i], self.xdem1[i] = dem, xdem
-        self.ready[i] = True
-        self.uniq[i] = len({r for r, _ in dem}) == len(dem)
+        dem = op.demands
+        xdem = [(r, x * a) for r, a in dem]
+        dem1, xdem1 = dem, xdem
+        cap0 = self.cap0[i]
+        memof = None
         on_mem = False
         for r, _ in dem:
             if r in mem:
                 on_mem = True
                 break
-        if not on_mem:
-            return
-        wr = dict(op.writes)
-        parts = []
-        closed_r = set()
-        for r, a in dem:
-            if r in mem:
-                closed = op.window > 0 and timings[r].latency_s > 0 and a - wr.get(r, 0.0) > 0
-                parts.append((r, a, wr.get(r, 0.0), closed))
-                if closed:  # the window bounds the reads; writes are posted
-                    closed_r.add(r)
-                    rd = a - wr.get(r, 0.0)
-                    self.cap0[i] = min(self.cap0[i], op.window / (timings[r].latency_s * rd))
-        self.memof[i] = tuple(parts)
-        if closed_r:
-            self.dem1[i] = [(r, a) for r, a in dem if r not in closed_r]
-            self.xdem1[i] = [(r, xa) for r, xa in xdem if r not in closed_r]
+        if on_mem:
+            wr = dict(op.writes)
+            parts = []
+            closed_r = set()
+            for r, a in dem:
+                if r in mem:
+                    closed = op.window > 0 and timings[r].latency_s > 0 and a - wr.get(r, 0.0) > 0
+                    parts.append((r, a, wr.get(r, 0.0), closed))
+                    if closed:  # the window bounds the reads; writes are posted
+                        closed_r.add(r)
+                        rd = a - wr.get(r, 0.0)
+                        cap0 = min(cap0, op.window / (timings[r].latency_s * rd))
+            memof = tuple(parts)
+            if closed_r:
+                dem1 = [(r, a) for r, a in dem if r not in closed_r]
+                xdem1 = [(r, xa) for r, xa in xdem if r not in closed_r]
+        self.dem[i] = dem
+        self.prio[i] = op.prio
+        self.window[i] = op.window
+        self.xdem[i] = xdem
+        self.dem1[i], self.xdem1[i] = dem1, xdem1
+        self.uniq[i] = len({r for r, _ in dem}) == len(dem)
+        self.cap0[i] = cap0
+        self.memof[i] = memof
+        self.ready[i] = True
 
     # ---- filling ------------------------------------------------------------------------------
     def _fill(self, active, capx, cap, rate, dem, xdem) -> None:

@@ -144,26 +144,52 @@ def dram_bytes(traffic: dict[str, float]) -> dict[str, float]:
 def summarize(result: Result) -> Outcome:
     """Times from op spans on the critical GPU, bytes per GPU from the schedule's traffic."""
     sched: Schedule = result.schedule
-    crit = max(
-        sched.gpus, key=lambda g: max((result.end[o.id] for o in sched.ops if o.gpu == g), default=0.0)
-    )
+    ops, start, end = sched.ops, result.start, result.end
+    last: dict[int, float] = {}  # per GPU: the end of its last op
+    for o in ops:
+        e = end[o.id]
+        if e > last.get(o.gpu, -math.inf):
+            last[o.gpu] = e
+    crit = max(sched.gpus, key=lambda g: last.get(g, 0.0))
+    spans: dict[str, list[float]] = {}  # category -> [first start, last end] on the critical GPU
+    for o in ops:
+        if o.gpu == crit:
+            sp = spans.get(o.cat)
+            i = o.id
+            if sp is None:
+                spans[o.cat] = [start[i], end[i]]
+            else:
+                if start[i] < sp[0]:
+                    sp[0] = start[i]
+                if end[i] > sp[1]:
+                    sp[1] = end[i]
+    busy = {c: hi - lo for c, (lo, hi) in spans.items()}
     t = result.makespan
-    gemm = result.busy("gemm", crit)
-    traffic = sched.traffic_per_gpu()
+    gemm = busy.get("gemm", 0.0)
+    traffic, work = _sums(sched)
     return Outcome(
         time_s=t,
         breakdown_s={
             "gemm": gemm,
-            "reduce_scatter": result.busy("rs", crit),
-            "all_gather": result.busy("ag", crit),
+            "reduce_scatter": busy.get("rs", 0.0),
+            "all_gather": busy.get("ag", 0.0),
             "exposed_comm": t - gemm,
         },
         dram_bytes=dram_bytes(traffic),
         link_bytes=traffic.get("link", 0.0),
         results=[result],
-        hbm_work_bytes=hbm_work(sched),
+        hbm_work_bytes=work,
         extra={"collectives": dict(sched.meta["algos"])} if sched.meta.get("algos") else {},
     )
+
+
+def _sums(sched: Schedule) -> tuple[dict[str, float], float]:
+    """Traffic per GPU and HBM work per GPU of a schedule, computed on its first summary and kept
+    with it (a schedule is not modified once run; the engine keeps its own derived data likewise)."""
+    hit = sched.__dict__.get("_summary_sums")
+    if hit is None:
+        hit = sched.__dict__["_summary_sums"] = (sched.traffic_per_gpu(), hbm_work(sched))
+    return hit
 
 
 def hbm_work(sched: Schedule) -> float:

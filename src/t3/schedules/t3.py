@@ -27,7 +27,9 @@ neighbour's op. Functional mode runs every GPU and carries values (:mod:`t3.func
 
 from __future__ import annotations
 
+import threading
 from bisect import bisect_right
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
@@ -103,6 +105,36 @@ def staggered_plan(op: Operator, hw: Hardware, bypass: frozenset[int] = frozense
     return plan_gemm(g, hw, chunks=n, bypass=bypass), False
 
 
+_LOCK = threading.Lock()  # the memos below may be shared by threads running simulations
+LAYOUT_CACHE_SIZE = 64
+_LAYOUTS: dict[tuple, dict[str, Any]] = {}
+
+
+def _layout(op: Operator, hw: Hardware) -> dict[str, Any]:
+    """What a T3 schedule's structure derives from (operator, hardware) alone; the piece, sender and
+    update-ref tables start empty and fill as builders ask for them."""
+    n = op.tp
+    plan, columns = staggered_plan(op, hw, bypass=frozenset(range(n - 1)))
+    ring = hw.topology.kind == "ring"
+    return {
+        "plan": plan,
+        "columns": columns,
+        "ring": ring,
+        "maps": ring_rs_maps(n) if ring else direct_rs_maps(n),
+        "tracker": TrackerModel.from_hardware(hw),
+        "segs": _segments(plan),
+        "tile_bytes": plan.chunk_rows
+        * plan.shape.n
+        * op.gemm.elem_bytes
+        / (plan.tiles_m_chunk * plan.tiles_n),
+        "order": [stagger_order(g, n) for g in range(n)],
+        "out": {},
+        "senders": {},
+        "inc": {},
+        "refs": {},
+    }
+
+
 FUNCTIONAL_CONFIGS = ("t3", "t3-mca")
 
 
@@ -122,20 +154,26 @@ class T3Builder:
         self.name, self.op, self.hw, self.opts, self.mca = name, op, hw, opts, mca
         self.n = n = op.tp
         self.b = ScheduleBuilder(name, hw, n, symmetric=opts.symmetric and not opts.functional)
-        self.plan, self.columns = staggered_plan(op, hw, bypass=frozenset(range(n - 1)))
-        self.ring = hw.topology.kind == "ring"
-        self.maps: list[AddressMap] = ring_rs_maps(n) if self.ring else direct_rs_maps(n)
-        self.tracker = TrackerModel.from_hardware(hw)
-        self.segs = _segments(self.plan)
-        self.tile_bytes = (
-            self.plan.chunk_rows
-            * self.plan.shape.n
-            * op.gemm.elem_bytes
-            / (self.plan.tiles_m_chunk * self.plan.tiles_n)
-        )
+        # the plan, address maps, tile groups and the pieces / update refs derived from them depend on
+        # (operator, hardware) only: shared by every builder of the same pair (never modified)
+        key = (op, _hw_content(hw))
+        lay = _LAYOUTS.get(key)
+        if lay is None:
+            lay = _layout(op, hw)
+            with _LOCK:
+                if len(_LAYOUTS) >= LAYOUT_CACHE_SIZE:
+                    _LAYOUTS.pop(next(iter(_LAYOUTS)))
+                lay = _LAYOUTS.setdefault(key, lay)
+        self._lay = lay
+        self.plan, self.columns, self.ring = lay["plan"], lay["columns"], lay["ring"]
+        self.maps: list[AddressMap] = lay["maps"]
+        self.tracker: TrackerModel = lay["tracker"]
+        self.segs, self.tile_bytes = lay["segs"], lay["tile_bytes"]
         self.theta = self.intensity = None
         if mca:
-            self.intensity = self._first_stage_intensity()
+            if "intensity" not in lay:
+                lay["intensity"] = self._first_stage_intensity()
+            self.intensity = lay["intensity"]
             self.theta = mca_threshold(self.intensity, hw)
             self.b.policies["hbm"] = McaPolicy(self.theta, hw.mca.starvation_share, hbm_timing(hw))
         self.comm_prio = 1 if mca else 0
@@ -147,10 +185,11 @@ class T3Builder:
                 seed=opts.params.get("functional_seed", 0),
                 fault=opts.params.get("functional_fault"),
             )
-        self._out: dict[tuple[int, int], tuple[str, int, list[Piece], bool]] = {}
-        self._senders: dict[tuple[int, int], list[tuple[int, int]]] = {}
-        self._order = [stagger_order(g, n) for g in range(n)]
-        self._inc: dict[tuple[int, int], list[tuple[int, int, list[Piece], list[int] | None]]] = {}
+        self._out: dict[tuple[int, int], tuple[str, int, list[Piece], bool]] = lay["out"]
+        self._senders: dict[tuple[int, int], list[tuple[int, int]]] = lay["senders"]
+        self._order: list[tuple[int, ...]] = lay["order"]
+        self._inc: dict[tuple[int, int], list[tuple[int, int, list[Piece], list[int] | None]]] = lay["inc"]
+        self._refs: dict[tuple[int, int, int, int], list[tuple[int, str]]] = lay["refs"]
         self.counts = {"gemm_write_local": 0.0, "gemm_write_remote": 0.0, "triggers": 0, "dma_commands": 0}
 
     def _first_stage_intensity(self) -> float:
@@ -199,7 +238,11 @@ class T3Builder:
         return m.kind, r, _pieces(self.segs, p, self.position(r, c), tracked), tracked
 
     def incoming(self, gpu: int, p: int, lo: int, hi: int) -> list[tuple[int, str]]:
-        """Refs of the update ops carrying tiles [lo, hi) of the chunk ``gpu`` produces at position p."""
+        """Refs of the update ops carrying tiles [lo, hi) of the chunk ``gpu`` produces at position p
+        (a list shared by every caller: not to be modified)."""
+        hit = self._refs.get((gpu % self.n, p, lo, hi))
+        if hit is not None:
+            return hit
         key = (gpu % self.n, p)
         senders = self._inc.get(key)
         if senders is None:
@@ -221,6 +264,7 @@ class T3Builder:
                     break
                 if a < hi and lo < b:
                     refs.append((h, f"rs.{ph}.{k}"))
+        self._refs[gpu % self.n, p, lo, hi] = refs
         return refs
 
     # ---- schedule -------------------------------------------------------------------------------
@@ -359,10 +403,13 @@ class T3Builder:
                     )
 
     # ---- outcome --------------------------------------------------------------------------------
-    def run(self) -> Outcome:
-        sched = self.build()
+    def run(self, sched: Schedule | None = None, opts: RunOptions | None = None) -> Outcome:
+        """Simulate ``sched`` (this builder's :meth:`build`, made now if not given) with the engine of
+        ``opts`` (default: the builder's) and summarise it."""
+        if sched is None:
+            sched = self.build()
         try:
-            res = self.opts.engine().run(sched)
+            res = (opts or self.opts).engine().run(sched)
         except DeadlockError as err:
             if err.kind == "semaphore" and all(n.startswith(SEMAPHORE_KIND) for n in err.names):
                 raise ScheduleError(
@@ -398,6 +445,60 @@ class T3Builder:
         return out
 
 
+# Built schedules, reused across calls: a T3 schedule without functional mode is a pure function of
+# (configuration, operator, hardware, symmetric mode), and neither the engine nor the summary modifies
+# it. Keyed on the hardware's full content (not its identity); least recently used entries are dropped.
+SCHEDULE_CACHE_SIZE = 32
+SCHEDULE_CACHE_OPS = 20_000  # at most this many ops kept (about 2 KB each with the engine's data: ~40 MB)
+_SCHEDULES: OrderedDict[tuple, tuple[T3Builder, Schedule]] = OrderedDict()
+_HW_CONTENT: dict[int, tuple[Hardware, str]] = {}
+
+
+def _hw_content(hw: Hardware) -> str:
+    """Every field of ``hw`` as one string (computed once per hardware object: it is immutable)."""
+    hit = _HW_CONTENT.get(id(hw))
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    if len(_HW_CONTENT) > 1000:
+        _HW_CONTENT.clear()
+    text = hw.model_dump_json()
+    _HW_CONTENT[id(hw)] = (hw, text)
+    return text
+
+
+def clear_schedule_cache() -> None:
+    """Forget the built schedules (the next run of each configuration builds its schedule again; the
+    layouts of :func:`_layout` and the GEMM plans stay memoised)."""
+    with _LOCK:
+        _SCHEDULES.clear()
+
+
+def built_schedule(
+    name: str, op: Operator, hw: Hardware, opts: RunOptions, *, mca: bool
+) -> tuple[T3Builder, Schedule]:
+    """The builder and schedule of a T3 configuration; memoised (the last :data:`SCHEDULE_CACHE_SIZE`
+    schedules, :data:`SCHEDULE_CACHE_OPS` ops in all) unless functional mode attaches values to the ops."""
+    if opts.functional:
+        bld = T3Builder(name, op, hw, opts, mca=mca)
+        return bld, bld.build()
+    key = (name, mca, opts.symmetric, op, _hw_content(hw))
+    with _LOCK:
+        hit = _SCHEDULES.get(key)
+        if hit is not None:
+            _SCHEDULES.move_to_end(key)
+            return hit
+    bld = T3Builder(name, op, hw, opts, mca=mca)
+    built = (bld, bld.build())
+    with _LOCK:
+        hit = _SCHEDULES.setdefault(key, built)
+        while len(_SCHEDULES) > 1 and (
+            len(_SCHEDULES) > SCHEDULE_CACHE_SIZE
+            or sum(len(s.ops) for _, s in _SCHEDULES.values()) > SCHEDULE_CACHE_OPS
+        ):
+            _SCHEDULES.popitem(last=False)
+    return hit
+
+
 FUNCTIONAL_PARAMS = {
     "functional_seed": Param((int,), "seed of the random operand values", needs="functional"),
     "functional_fault": Param((str, type(None)), "inject a fault the check must catch", FAULTS, "functional"),
@@ -410,7 +511,8 @@ FUNCTIONAL_PARAMS = {
     FUNCTIONAL_PARAMS,
 )
 def run_t3(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
-    return T3Builder("t3", op, hw, opts, mca=False).run()
+    bld, sched = built_schedule("t3", op, hw, opts, mca=False)
+    return bld.run(sched, opts)
 
 
 @register(
@@ -419,7 +521,8 @@ def run_t3(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
     FUNCTIONAL_PARAMS,
 )
 def run_t3_mca(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
-    return T3Builder("t3-mca", op, hw, opts, mca=True).run()
+    bld, sched = built_schedule("t3-mca", op, hw, opts, mca=True)
+    return bld.run(sched, opts)
 
 
 def nmc_rs_schedule(op: Operator, hw: Hardware, opts: RunOptions) -> Schedule:

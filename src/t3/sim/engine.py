@@ -20,6 +20,7 @@ semaphore, the peak units held, the number of ops that had to wait and their tot
 
 from __future__ import annotations
 
+import copy
 import heapq
 import math
 import random
@@ -140,34 +141,11 @@ class Engine:
         res = sched.resources
         n = len(ops)
         inf = math.inf
-        cap = [r.capacity for r in res]
-        policies = [r.policy for r in res]
+        static = sched.__dict__.get("_engine_static")
+        if static is None:
+            static = sched.__dict__["_engine_static"] = _static(sched)
+        cap, children, xmax, first, alloc = static
         indeg = [len(op.deps) for op in ops]
-        children: list[list[int] | None] = [None] * n
-        # static per-op maximum rate (fraction of the op per second)
-        xmax = [0.0] * n
-        for op in ops:
-            oid = op.id
-            for d in op.deps:
-                kids = children[d]
-                if kids is None:
-                    children[d] = [oid]
-                else:
-                    kids.append(oid)
-            x = inf
-            dem = op.demands
-            for r, a in dem:
-                v = cap[r] / a
-                if v < x:
-                    x = v
-            if op.caps:
-                dd = dict(dem)
-                for r, c in op.caps:
-                    if r in dd:
-                        v = c / dd[r]
-                        if v < x:
-                            x = v
-            xmax[oid] = x
         start = [math.nan] * n
         end = [math.nan] * n
         remaining = [1.0] * n
@@ -213,7 +191,7 @@ class Engine:
                     take(i)
                     push(i << 2)
 
-        first = [i << 2 for i in range(n) if indeg[i] == 0]
+        first = list(first)
         if rng:
             rng.shuffle(first)
         work: deque[int] = deque(first)
@@ -282,8 +260,7 @@ class Engine:
                                 push(c << 2)
             return changed
 
-        alloc = Allocator(ops, xmax, cap, policies, [r.timing for r in res])
-        allocate = alloc.allocate
+        allocate = alloc.fresh().allocate
         dirty = process()
         while active or heap:
             if dirty and active:
@@ -343,6 +320,44 @@ class Engine:
         """Progressive filling of ``active`` ops without memory timing (kept for callers that share
         plain resources: every op grows in proportion to its maximum rate)."""
         Allocator(ops, xmax, cap, policies, [None] * len(cap)).allocate(active, rate)
+
+
+def _static(sched: Schedule) -> tuple:
+    """What a run of ``sched`` needs that depends on the schedule only: capacities, children of every
+    op, static maximum rates, the ops ready at time 0 (work items) and an allocator whose per-op
+    preparation is shared by every run (a schedule is not modified once run)."""
+    ops, res = sched.ops, sched.resources
+    n = len(ops)
+    inf = math.inf
+    cap = [r.capacity for r in res]
+    children: list[list[int] | None] = [None] * n
+    # static per-op maximum rate (fraction of the op per second)
+    xmax = [0.0] * n
+    for op in ops:
+        oid = op.id
+        for d in op.deps:
+            kids = children[d]
+            if kids is None:
+                children[d] = [oid]
+            else:
+                kids.append(oid)
+        x = inf
+        dem = op.demands
+        for r, a in dem:
+            v = cap[r] / a
+            if v < x:
+                x = v
+        if op.caps:
+            dd = dict(dem)
+            for r, c in op.caps:
+                if r in dd:
+                    v = c / dd[r]
+                    if v < x:
+                        x = v
+        xmax[oid] = x
+    first = tuple(i << 2 for i, op in enumerate(ops) if not op.deps)
+    alloc = Allocator(ops, xmax, cap, [r.policy for r in res], [r.timing for r in res])
+    return cap, children, xmax, first, alloc
 
 
 def _snapshot(active, ops, res, rate) -> dict[tuple[int, str], float]:
@@ -421,38 +436,53 @@ class Allocator:
             for i, op in enumerate(ops)
         ]
 
+    def fresh(self) -> Allocator:
+        """An allocator for a new run of the same ops: the per-op preparation is shared, the
+        memoised allocations and latencies start empty (they are kept within one run only)."""
+        a = copy.copy(self)
+        a._memo, a._amemo = {}, {}
+        return a
+
     def _prep(self, i: int) -> None:
+        # every field is computed first and stored with its final value, ``ready`` last: runs of one
+        # schedule share this preparation, so a run must never see a half-prepared op
         op, mem, timings = self.ops[i], self.mem, self.timings
         x = self.xmax[i]
-        self.dem[i] = dem = op.demands
-        self.prio[i] = op.prio
-        self.window[i] = op.window
-        self.xdem[i] = xdem = [(r, x * a) for r, a in dem]
-        self.dem1[i], self.xdem1[i] = dem, xdem
-        self.ready[i] = True
-        self.uniq[i] = len({r for r, _ in dem}) == len(dem)
+        dem = op.demands
+        xdem = [(r, x * a) for r, a in dem]
+        dem1, xdem1 = dem, xdem
+        cap0 = self.cap0[i]
+        memof = None
         on_mem = False
         for r, _ in dem:
             if r in mem:
                 on_mem = True
                 break
-        if not on_mem:
-            return
-        wr = dict(op.writes)
-        parts = []
-        closed_r = set()
-        for r, a in dem:
-            if r in mem:
-                closed = op.window > 0 and timings[r].latency_s > 0 and a - wr.get(r, 0.0) > 0
-                parts.append((r, a, wr.get(r, 0.0), closed))
-                if closed:  # the window bounds the reads; writes are posted
-                    closed_r.add(r)
-                    rd = a - wr.get(r, 0.0)
-                    self.cap0[i] = min(self.cap0[i], op.window / (timings[r].latency_s * rd))
-        self.memof[i] = tuple(parts)
-        if closed_r:
-            self.dem1[i] = [(r, a) for r, a in dem if r not in closed_r]
-            self.xdem1[i] = [(r, xa) for r, xa in xdem if r not in closed_r]
+        if on_mem:
+            wr = dict(op.writes)
+            parts = []
+            closed_r = set()
+            for r, a in dem:
+                if r in mem:
+                    closed = op.window > 0 and timings[r].latency_s > 0 and a - wr.get(r, 0.0) > 0
+                    parts.append((r, a, wr.get(r, 0.0), closed))
+                    if closed:  # the window bounds the reads; writes are posted
+                        closed_r.add(r)
+                        rd = a - wr.get(r, 0.0)
+                        cap0 = min(cap0, op.window / (timings[r].latency_s * rd))
+            memof = tuple(parts)
+            if closed_r:
+                dem1 = [(r, a) for r, a in dem if r not in closed_r]
+                xdem1 = [(r, xa) for r, xa in xdem if r not in closed_r]
+        self.dem[i] = dem
+        self.prio[i] = op.prio
+        self.window[i] = op.window
+        self.xdem[i] = xdem
+        self.dem1[i], self.xdem1[i] = dem1, xdem1
+        self.uniq[i] = len({r for r, _ in dem}) == len(dem)
+        self.cap0[i] = cap0
+        self.memof[i] = memof
+        self.ready[i] = True
 
     # ---- filling ------------------------------------------------------------------------------
     def _fill(self, active, capx, cap, rate, dem, xdem) -> None:
@@ -670,9 +700,7 @@ class Allocator:
             over = flow > cap[r] * (1 + 1e-9)
             for lv in sorted(closed):
                 lat = policy.latency(timing, cap[r], lv, by_level)
-                if not over and all(
-                    rate[i] * rd <= window[i] / lat * (1 + 1e-6) for i, _, rd in closed[lv]
-                ):
+                if not over and all(rate[i] * rd <= window[i] / lat * (1 + 1e-6) for i, _, rd in closed[lv]):
                     continue
                 lat = self._solve(r, lv, closed[lv], by_level, cap[r], rate)
                 for i, _, rd in closed[lv]:

@@ -99,6 +99,9 @@ class Semaphore:
 
 @dataclass
 class Schedule:
+    """Ops, resources and semaphores of one simulation. Not to be modified once run: the engine keeps
+    what it derives from the schedule alone (children, static rates, per-op preparation) for later runs."""
+
     name: str
     ops: list[Op]
     resources: list[Resource]
@@ -110,6 +113,14 @@ class Schedule:
     @property
     def symmetric(self) -> bool:
         return len(self.gpus) != self.n_gpus
+
+    def __getstate__(self) -> dict:
+        # the engine and the summary keep what they derived from the schedule on its first run (a
+        # schedule is not modified once run); that is rebuilt, not pickled
+        state = dict(self.__dict__)
+        state.pop("_engine_static", None)
+        state.pop("_summary_sums", None)
+        return state
 
     def traffic_per_gpu(self) -> dict[str, float]:
         tot: dict[str, float] = {}

@@ -56,15 +56,8 @@ class Sweep:
 
 
 def _mca_sweep() -> Sweep:
-    """The MCA threshold sweep: the scale on the GEMM's measured intensity where the hardware model has
-    one (threshold = scale x first-stage HBM intensity), else the fixed occupancy threshold."""
-    from t3.config.hardware import Mca
-
-    if "intensity_scale" in Mca.model_fields:
-        return Sweep(
-            "mca_threshold", "MCA threshold scale (x GEMM first-stage HBM intensity)", "mca.intensity_scale",
-            (0.25, 0.5, 1.0, 2.0, 4.0), affects_baselines=False, configs=("t3-mca",),
-        )  # fmt: skip
+    """The MCA threshold sweep: ``mca.occupancy_threshold``, the occupancy the gate allows a GEMM with
+    no memory intensity (the threshold is ``occupancy_threshold x (1 - first-stage intensity)``)."""
     return Sweep(
         "mca_threshold", "MCA occupancy threshold", "mca.occupancy_threshold", (0.2, 0.4, 0.6, 0.8, 1.0),
         affects_baselines=False, configs=("t3-mca",),

@@ -72,11 +72,17 @@ def reproduce(repeat: int) -> None:
             subprocess.run([sys.executable, "-m", "t3", "reproduce", "ficco", "--out", tmp], env=env, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
             walls.append(time.perf_counter() - t0)
-            sizes = {f.name: f.stat().st_size for f in Path(tmp).iterdir() if f.suffix in (".json", ".parquet")}
+            sizes = {
+                f.name: f.stat().st_size for f in Path(tmp).iterdir() if f.suffix in (".json", ".parquet")
+            }
     print()
-    print(f"{'command':32s} {'runs':>5s} {'wall median (s)':>16s} {'wall min (s)':>13s} {'outputs (MB)':>30s}")
+    print(
+        f"{'command':32s} {'runs':>5s} {'wall median (s)':>16s} {'wall min (s)':>13s} {'outputs (MB)':>30s}"
+    )
     out = ", ".join(f"{k} {v / 1e6:.2f}" for k, v in sorted(sizes.items()))
-    print(f"{'t3 reproduce ficco':32s} {repeat:5d} {statistics.median(walls):16.1f} {min(walls):13.1f} {out:>30s}")
+    print(
+        f"{'t3 reproduce ficco':32s} {repeat:5d} {statistics.median(walls):16.1f} {min(walls):13.1f} {out:>30s}"
+    )
 
 
 if __name__ == "__main__":

@@ -197,7 +197,9 @@ def fill_drain_check() -> None:
     the protocol's rate, added to the closed form (and to the protocol choice), refitted on the grid."""
     base = load_hardware("h100-8")
     rows = targets("h100-8")
-    print("\nh100-8 with a chunk fill/drain added (a mechanism the model does not have), best of the same grid:")
+    print(
+        "\nh100-8 with a chunk fill/drain added (a mechanism the model does not have), best of the same grid:"
+    )
     print(f"{'hops':>5} {'max |err|':>9} {'rms':>6}  {'link_efficiency':>15} {'channels':>8} {'host_us':>7}")
     for hops in (0, 1, 7):
         best = None
@@ -223,7 +225,9 @@ def fill_drain_check() -> None:
             if best is None or (sc, values) < best:
                 best = (sc, values)
         (mx, ss), values = best
-        print(f"{hops:5d} {mx:9.1%} {math.sqrt(ss / len(rows)):6.1%}  {values[0]:15g} {values[1]:8d} {values[2]:7g}")
+        print(
+            f"{hops:5d} {mx:9.1%} {math.sqrt(ss / len(rows)):6.1%}  {values[0]:15g} {values[1]:8d} {values[2]:7g}"
+        )
 
 
 def ring_table() -> None:

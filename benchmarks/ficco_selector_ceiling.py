@@ -174,7 +174,9 @@ def main() -> None:
     picks["7 oracle (simulate every schedule)"] = [min(r["times"], key=r["times"].get) for r in rows]
 
     print(f"{n_rows} labelled cases ({DATA.name}), {folds}-fold cross-validation by operator\n")
-    print("| selector | without simulating schedules | right (within 2 %) | within 5 % | pick vs best: geomean / max slowdown |")
+    print(
+        "| selector | without simulating schedules | right (within 2 %) | within 5 % | pick vs best: geomean / max slowdown |"
+    )
     print("|---|---|---|---|---|")
     for name, p in picks.items():
         s = score_picks(rows, p)

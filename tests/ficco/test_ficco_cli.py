@@ -109,7 +109,11 @@ def test_blind_sets_are_disjoint_from_training_and_each_other():
                  r["operator"]["gpus"], r["operator"]["dtype"], r["operator"]["skew"]) for r in load_rows(DATA)}  # fmt: skip
     sets = [UNSEEN_OPERATORS, FRESH_OPERATORS, FRESH2_OPERATORS, FRESH3_OPERATORS, FRESH4_OPERATORS]
     keys = [{_key(f) for f in s} for s in sets]
-    assert len(FRESH3_OPERATORS) >= 40 and len(FRESH4_OPERATORS) >= 30 and all(len(k) == len(s) for k, s in zip(keys, sets, strict=True))
+    assert (
+        len(FRESH3_OPERATORS) >= 40
+        and len(FRESH4_OPERATORS) >= 30
+        and all(len(k) == len(s) for k, s in zip(keys, sets, strict=True))
+    )
     design = {_key(f) for f in DESIGN_OPERATORS}
     for i, k in enumerate(keys):
         assert not k & (labelled - design) and not k & design

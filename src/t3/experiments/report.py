@@ -89,7 +89,9 @@ def calibration_table(entries: list[dict[str, Any]]) -> list[str]:
         else:  # not fitted: the entry says why
             how = target or stage
         nums = "; ".join(evidence_number(e) for e in ev) or "-"
-        out.append(f"| `{p['parameter']}` | {parameter_value(p['parameter'], p['value'])} | {how or '-'} | {nums} |")
+        out.append(
+            f"| `{p['parameter']}` | {parameter_value(p['parameter'], p['value'])} | {how or '-'} | {nums} |"
+        )
     return out
 
 

@@ -58,7 +58,11 @@ TOL = 0.02
 # hex digits) of the factors file then. Refitting the factors changes the file: :func:`blind` then
 # refuses until this is updated (to a new set committed before its first run, or to None when no
 # blind case is left), so no claim calls a looked-at case blind.
-BLIND: dict[str, str] | None = {"subset": "fresh4", "frozen_in": "ef18a23", "factors_sha256": "9d06dc6820344ba9"}
+BLIND: dict[str, str] | None = {
+    "subset": "fresh4",
+    "frozen_in": "ef18a23",
+    "factors_sha256": "9d06dc6820344ba9",
+}
 SUBSET_NAMES = {
     "design": "design cases",
     "unseen": "first unseen set",
@@ -106,7 +110,9 @@ def accuracy_meaning(res: dict) -> list[str]:
             "an earlier selector was built."
         )
     else:
-        out.append("Blind cases: none; every case has been looked at since the selector's rules last changed.")
+        out.append(
+            "Blind cases: none; every case has been looked at since the selector's rules last changed."
+        )
     out.append(
         "The shipped (pipeline) selector runs a reduced model of the engine for every legal schedule: the engine's "
         "sharing rule on the GEMM pieces' waves, closed-form transfer times and a fitted contention factor per "
@@ -329,7 +335,12 @@ def write_schedules(rows: list[dict], path: Path, prov: dict) -> None:
 
     recs = []
     for r in rows:
-        head = {"case": r["case"], "subset": r["subset"], "hardware": r["hardware"], "label": r["operator"]["label"]}
+        head = {
+            "case": r["case"],
+            "subset": r["subset"],
+            "hardware": r["hardware"],
+            "label": r["operator"]["label"],
+        }
         for s in r["schedules"]:
             lo = s["losses"] or {}
             recs.append({

@@ -206,7 +206,9 @@ class LossModel:
         dg = 0.0 if ax.g == 1 else self.decomposition_gemm_s(ax)
         dc = 0.0
         if ax.comm != "bulk":
-            bulk = Axes("bulk", 1, "M", "cu" if ax.executor == "ep" else ax.executor)  # ep replaces the library's
+            bulk = Axes(
+                "bulk", 1, "M", "cu" if ax.executor == "ep" else ax.executor
+            )  # ep replaces the library's
             dc = self.overhead_s(ax) - self.overhead_s(bulk)
         return dg, dc
 

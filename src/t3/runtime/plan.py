@@ -107,7 +107,9 @@ class Plan:
                 "locally and the communication thread sends them, as DMA engines do (-dma)"
             )
         if ax.fused:
-            missing.append("one fused GEMM kernel over all pieces (-fk): the runtime runs one GEMM call per piece")
+            missing.append(
+                "one fused GEMM kernel over all pieces (-fk): the runtime runs one GEMM call per piece"
+            )
         if ax.reduce == "sum":
             missing.append(
                 "a library sum kernel after every partial landed (-rsum): the runtime reduces each transfer "

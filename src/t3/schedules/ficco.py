@@ -552,7 +552,9 @@ class _Gen:
         for g in b.gpus:
             if ax.reduce == "sum":
                 final = max(last_store[u] for u in last_store if u[0])
-                self._sum_reduce(g, [(g - o, f"f.S{final}") for o in range(1, n)] + self.pieces_with(g, 0, "a"))
+                self._sum_reduce(
+                    g, [(g - o, f"f.S{final}") for o in range(1, n)] + self.pieces_with(g, 0, "a")
+                )
                 continue
             for jj in self.jsets:
                 js = range(n) if jj == "a" else [jj]

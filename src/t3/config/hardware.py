@@ -387,6 +387,19 @@ def preset_names() -> list[str]:
     return sorted(p.name[:-5] for p in files.iterdir() if p.name.endswith(".toml"))
 
 
+def per_hardware(cache: dict, hw: Hardware, make):
+    """``make(hw)``, computed once per hardware object (it is immutable): ``cache`` is keyed by
+    identity and keeps the object beside its value, so a reused id never returns another's value."""
+    hit = cache.get(id(hw))
+    if hit is not None and hit[0] is hw:
+        return hit[1]
+    if len(cache) > 1000:
+        cache.clear()
+    value = make(hw)
+    cache[id(hw)] = (hw, value)
+    return value
+
+
 def load_hardware(name_or_path: str | Path, overrides: dict[str, Any] | None = None) -> Hardware:
     """Load a preset by name (``paper-80cu``) or a user TOML file by path, then apply overrides."""
     if not isinstance(name_or_path, str | Path):

@@ -100,7 +100,7 @@ BY_PARAMETER: dict[str, Callable[[Doc], Numbers]] = {
     "compute.gemm_efficiency": ideal_fit,
     "collective.channels": nmc_rs_speedup,
     "tokens": lambda d: _sweep(d, "tokens", "ideal_gemm_rs_overlap", "Ideal geomean at {v:g} tokens"),
-    "mca.occupancy_threshold": lambda d: mca_fit(d) + _sweep(d, "mca_threshold", "t3_mca", "T3-MCA geomean at {v:g}"),
+    "mca.occupancy_threshold": mca_fit,
     "mca.starvation_share": mca_fit,
     "nmc.update_overhead": mca_fit,
     "dma.command_overhead_s": mca_fit,

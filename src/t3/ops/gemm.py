@@ -45,7 +45,7 @@ import functools
 import math
 from dataclasses import dataclass
 
-from t3.config.hardware import Hardware
+from t3.config.hardware import Hardware, per_hardware
 from t3.errors import ScheduleError
 from t3.sim.memory import HbmTiming
 from t3.workload.sublayers import DTYPE_BYTES, GemmShape
@@ -213,14 +213,8 @@ _HW_KEYS: dict[int, tuple[Hardware, tuple]] = {}
 
 
 def _key(hw: Hardware) -> tuple:
-    """The fields of ``hw`` a plan depends on (computed once per hardware object: it is immutable)."""
-    hit = _HW_KEYS.get(id(hw))
-    if hit is not None and hit[0] is hw:
-        return hit[1]
-    if len(_HW_KEYS) > 1000:
-        _HW_KEYS.clear()
-    key = _HW_KEYS[id(hw)] = (hw, _fields(hw))
-    return key[1]
+    """The fields of ``hw`` a plan depends on (computed once per hardware object)."""
+    return per_hardware(_HW_KEYS, hw, _fields)
 
 
 def _fields(hw: Hardware) -> tuple:

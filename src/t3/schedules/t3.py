@@ -33,7 +33,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
-from t3.config.hardware import Hardware
+from t3.config.hardware import Hardware, per_hardware
 from t3.errors import ConfigError, ScheduleError
 from t3.functional import FAULTS, FunctionalRun
 from t3.hardware.address_map import AddressMap, direct_rs_maps, ring_rs_maps, stagger_order
@@ -455,15 +455,8 @@ _HW_CONTENT: dict[int, tuple[Hardware, str]] = {}
 
 
 def _hw_content(hw: Hardware) -> str:
-    """Every field of ``hw`` as one string (computed once per hardware object: it is immutable)."""
-    hit = _HW_CONTENT.get(id(hw))
-    if hit is not None and hit[0] is hw:
-        return hit[1]
-    if len(_HW_CONTENT) > 1000:
-        _HW_CONTENT.clear()
-    text = hw.model_dump_json()
-    _HW_CONTENT[id(hw)] = (hw, text)
-    return text
+    """Every field of ``hw`` as one string (computed once per hardware object)."""
+    return per_hardware(_HW_CONTENT, hw, Hardware.model_dump_json)
 
 
 def clear_schedule_cache() -> None:

@@ -640,10 +640,10 @@ class Allocator:
     def _groups(self, active) -> list[list[int]]:
         """The active ops split into groups that share no resource (union-find over resources), each
         in the order of ``active``."""
-        dem, ops, ready = self.dem, self.ops, self.ready
+        ops = self.ops
         parent: dict[int, int] = {}
         for i in active:
-            rs = dem[i] if ready[i] else ops[i].demands
+            rs = ops[i].demands
             if not rs:
                 continue
             r0 = rs[0][0]
@@ -658,7 +658,7 @@ class Allocator:
         roots: dict[int, list[int]] = {}
         alone: list[list[int]] = []
         for i in active:
-            rs = dem[i] if ready[i] else ops[i].demands
+            rs = ops[i].demands
             if not rs:
                 alone.append([i])
                 continue

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import math
+import os
+import typing
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,7 +18,11 @@ from t3.errors import ConfigError, T3Error
 from t3.schedules import RunOptions
 from t3.workload.models import ModelSpec, _spec
 
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=int(os.environ.get("T3_HYPOTHESIS_EXAMPLES", "80")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 BASE = load_hardware("paper-80cu").model_dump()
 
@@ -59,14 +65,27 @@ def _is_number(v) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def _int_floor(path: str) -> int:
-    """The least value an integer hardware field declares valid (its ``gt``/``ge`` bound)."""
+def _field(path: str):
+    """The pydantic field of a hardware leaf (``None`` for the per-dtype entries of a dict field)."""
     model = Hardware
     *head, last = path.split(".")
     for p in head:
+        if p not in getattr(model, "model_fields", {}):
+            return None
         model = model.model_fields[p].annotation
+    return model.model_fields.get(last) if hasattr(model, "model_fields") else None
+
+
+def _optional(path: str) -> bool:
+    """Whether the field declares ``None`` valid (``float | None``: the mechanism is off)."""
+    f = _field(path)
+    return f is not None and type(None) in typing.get_args(f.annotation)
+
+
+def _int_floor(path: str) -> int:
+    """The least value an integer hardware field declares valid (its ``gt``/``ge`` bound)."""
     floor = None
-    for m in model.model_fields[last].metadata:
+    for m in _field(path).metadata:
         if getattr(m, "gt", None) is not None:
             floor = m.gt + 1
         if getattr(m, "ge", None) is not None:
@@ -77,6 +96,8 @@ def _int_floor(path: str) -> int:
 
 def _valid_for(path: str, old, v) -> bool:
     """Whether ``v`` could be a valid value of the field (then the example is skipped)."""
+    if v is None and _optional(path):
+        return True
     if isinstance(old, bool):
         return isinstance(v, bool)
     if isinstance(old, str):

@@ -164,7 +164,8 @@ def test_one_fused_kernel_waits_tile_wise_and_adds_no_decomposition():
 
 
 @pytest.mark.parametrize(
-    "name", [FLUX_RS, "ficco-g64-M-ep-rb", "shard-g8-M-dma-rb-fk", "shard-g8-M-cu-ll-rsum"]
+    "name",
+    [FLUX_RS, "ficco-g64-M-ep-rb", "shard-g8-M-dma-rb-fk", "shard-g8-M-cu-ll-rsum", "shard-g8-M-dma-s2-ll-rsum-sb"],
 )
 def test_symmetric_quotient_equals_all_gpu_mode(name):
     hw = load_hardware("mi300x-8")  # a mesh: every owner on its own link
@@ -175,11 +176,12 @@ def test_symmetric_quotient_equals_all_gpu_mode(name):
 
 def test_names_round_trip_and_stay_out_of_the_explored_space():
     for name in (FLUX_RS, "ficco-g64-M-ep-rb", "shard-g8-M-dma-fk", "shard-g8-M-dma-s2-ll-rsum",
-                 "ficco-g16-M-cu-rb-fk"):  # fmt: skip
+                 "ficco-g16-M-cu-rb-fk", "shard-g8-M-dma-s2-ll-rsum-sb", "shard-g8-M-dma-p2-s2-sb"):  # fmt: skip
         assert parse_name(name).name == name
     for op in ("ag-gemm", "gemm-rs", "moe"):
         for ax in candidates(FiccoOperator(op, 1024, 512, 512)):
             assert ax.executor in ("cu", "dma") and not ax.fused and ax.reduce != "sum", ax.name
+            assert not ax.handshake, ax.name
 
 
 @pytest.mark.parametrize(
@@ -195,6 +197,12 @@ def test_names_round_trip_and_stay_out_of_the_explored_space():
         ("moe", "shard-g8-M-dma-fk", "h100-8", "moe"),
         ("ag-gemm", "shard-g8-M-dma-rsum", "h100-8", "reduce-scatter only"),
         ("gemm-rs", "bulk-g1-M-cu-rsum", "h100-8", "reduce-scatter only"),
+        ("gemm-rs", "shard-g8-M-dma-s2-ll-sb", "h100-8", "sums the stacked partials (-rsum)"),
+        ("gemm-rs", "ficco-g8-M-dma-rsum-sb", "h100-8", "one GEMM piece per peer"),
+        ("gemm-rs", "shard-g16-M-dma-rsum-sb", "h100-8", "one GEMM piece per peer"),
+        ("ag-gemm", "shard-g8-M-dma-ll-sb", "h100-8", "local shard first"),
+        ("moe", "shard-g8-M-dma-sb", "h100-8", "one GEMM piece per peer"),
+        ("ag-gemm", "shard-g8-M-dma-sb", "paper-80cu", "no ring"),
     ],
 )
 def test_illegal_named_implementations_have_reasons(op, name, hw, needle):
@@ -226,3 +234,71 @@ def test_fused_section_is_optional_and_checked(tmp_path):
     for preset in ("h100-8", "h200-8", "mi300x-8", "paper-80cu", "cpu-local"):
         body = resources.files("t3.config").joinpath("presets", f"{preset}.toml").read_text()
         assert "\n[fused]\n" in body, preset  # every preset states its values (and where they come from)
+
+
+# ---- async-TP's symmetric-memory handshakes (-sb) ------------------------------------------------
+ATP_RS = "shard-g8-M-dma-s2-ll-rsum-sb"
+ATP_AG = "shard-g8-M-dma-p2-s2-sb"
+
+
+def _deps(sched, key) -> set:
+    (op,) = [o for o in sched.ops if o.key == key]
+    return {sched.ops[d].key for d in op.deps}
+
+
+def test_async_tp_reduce_scatter_steps_follow_the_library_order():
+    """torch/distributed/_symmetric_memory _pipelined_produce_and_all2all: per step on one of two
+    streams, partial -> barrier -> pull -> barrier; the stream's next partial waits for the second
+    barrier; local chunk last; a final barrier before the sum. Every edge is checked."""
+    hw = load_hardware("h100-8")
+    sched = ficco_schedule(RS, hw, parse_name(ATP_RS))
+    from t3.schedules.ficco import plan_pieces
+
+    order = [p.units[0][0] for p in plan_pieces(RS, hw, parse_name(ATP_RS))]
+    assert order[-1] == 0 and sorted(order[:-1]) == list(range(1, N))  # -ll: local chunk last
+    for i, o in enumerate(order):
+        first = {k for k in _deps(sched, f"p{i}.0.L0")} if i >= 2 else set()
+        if i >= 2:
+            assert f"c.a{order[i - 2]}" in first, (i, first)  # waits for the peer's read of step i-2
+        if o:
+            assert f"p{i}.end" in _deps(sched, f"c.b{o}")
+            assert f"c.b{o}" in _deps(sched, f"c.s{o}")
+            assert _deps(sched, f"c.a{o}") == {f"c.s{o}"}
+    fin = _deps(sched, "c.fin")
+    assert fin == {f"c.a{o}" for o in range(1, N)} | {f"p{N - 1}.end"}
+    assert "c.fin" in _deps(sched, "rsum")
+    barrier_s = hw.compute.kernel_launch_s + hw.link.latency_s
+    for op in sched.ops:
+        if op.kind == "barrier":
+            assert op.delay_s == barrier_s and not op.demands
+
+
+def test_async_tp_barriers_cost_what_the_critical_path_holds():
+    """The makespan grows with the barrier's cost: by at least the three barriers every path to the sum
+    crosses in turn (c.b, c.a of the last pull, c.fin) and at most by all 2(N-1)+1 barriers."""
+    fop = FiccoOperator("gemm-rs", 2048, 4096, 4096)
+    free = load_hardware("h100-8", {"compute.kernel_launch_s": 0.0, "link.latency_s": 0.0})
+    base = _run(fop, free, ATP_RS).makespan
+    for launch in (5e-6, 20e-6):
+        hw = load_hardware("h100-8", {"compute.kernel_launch_s": launch, "link.latency_s": 0.0})
+        grown = _run(fop, hw, ATP_RS).makespan - _run(fop, hw, "shard-g8-M-dma-s2-ll-rsum").makespan
+        grown -= base - _run(fop, free, "shard-g8-M-dma-s2-ll-rsum").makespan
+        assert 3 * launch - 1e-12 <= grown <= (2 * (N - 1) + 1) * launch + 1e-12, (launch, grown)
+
+
+def test_async_tp_all_gather_barrier_gates_every_pull():
+    """_pipelined_all_gather_and_consume: local shard copied into the symmetric buffer, one barrier
+    before any pull, the local shard copied into the gathered output after its matmul, a final barrier."""
+    hw = load_hardware("h100-8")
+    fop = FiccoOperator("ag-gemm", 2048, 6656, 4096)
+    sched = ficco_schedule(fop, hw, parse_name(ATP_AG))
+    assert _deps(sched, "d.b0") == {"d.lc"}
+    for o in range(1, N):
+        assert "d.b0" in _deps(sched, f"d.s{o}")
+    assert _deps(sched, "d.lo") == {"p0.end"}
+    assert "d.lo" in _deps(sched, "d.s2")  # -p2: the pull of step 2 queues behind the local copy
+    assert _deps(sched, "d.fin") == {f"p{i}.end" for i in range(N)} | {"d.lo"}
+    res = Engine().run(sched)
+    assert res.makespan == max(res.end)  # the final barrier ends the operation
+    (fin,) = [o for o in sched.ops if o.key == "d.fin"]
+    assert res.end[fin.id] == res.makespan

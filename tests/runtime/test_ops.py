@@ -249,6 +249,7 @@ def test_all_peer_order_matches_the_simulator_units() -> None:
         ("shard-g8-M-ep-rsum", r"\(-ep\).*\(-rsum\).*runs is 'shard-g8-M-dma-rb'"),
         ("shard-g8-M-dma-fk", r"\(-fk\).*runs is 'shard-g8-M-dma'"),
         ("shard-g8-M-dma-s2-ll-rsum", r"\(-s2\).*\(-rsum\).*runs is 'shard-g8-M-dma-ll-rb'"),
+        ("shard-g8-M-dma-s2-ll-rsum-sb", r"\(-s2\).*\(-rsum\).*\(-sb\).*runs is 'shard-g8-M-dma-ll-rb'"),
         ("bulk-g1-M-dma-rb", "bulk is one GEMM"),
         ("bulk-g1-M-dma-ll", "bulk is one GEMM"),
         ("bulk-g8-M-dma", "bulk is one GEMM"),
@@ -273,8 +274,8 @@ def test_every_suffix_the_grammar_has_is_executed_or_refused() -> None:
     base = Plan.from_schedule("shard-g16-M-dma", 8)
     executed = {"-ll": ("local_first", False), "-rb": ("reduce", "batched")}
     same = {"-lf", "-s1"}  # the defaults spelled out: local first, one stream
-    refused = {"-cu", "-ep", "-s2", "-p1", "-rsum", "-fk"}  # executors -cu / -ep replace -dma
-    assert NAME_RE.pattern.count("(?:-") == 5 and GRAMMAR.count("[-") == 5, "the grammar changed"
+    refused = {"-cu", "-ep", "-s2", "-p1", "-rsum", "-sb", "-fk"}  # executors -cu / -ep replace -dma
+    assert NAME_RE.pattern.count("(?:-") == 6 and GRAMMAR.count("[-") == 6, "the grammar changed"
     assert "(cu|dma|ep)" in NAME_RE.pattern, "the executors changed"
     for suffix, (field, value) in executed.items():
         assert dict(Plan.from_schedule("shard-g16-M-dma" + suffix, 8).fields())[field] == value

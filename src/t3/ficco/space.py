@@ -13,7 +13,7 @@ A FiCCO *operator* is one communication-dependent GEMM on ``gpus`` GPUs:
   (rows, k, n). ``skew`` in [0, 1) makes routing uneven: expert h receives a share
   ``(1 + skew * (N-1-2h)/(N-1)) / N`` of every GPU's rows (GPU 0 hottest, ``1+skew`` times the mean).
 
-A *schedule* is a point on these axes, named ``<comm>-g<G>-<split>-<exec>[-p<D>][-s2][-ll][-rb|-rsum][-fk]``:
+A *schedule* is a point on these axes, named ``<comm>-g<G>-<split>-<exec>[-p<D>][-s2][-ll][-rb|-rsum][-sb][-fk]``:
 
 =========  =========================================================================================
 comm       ``bulk`` (one collective, no overlap), ``shard`` (N-1 peer-to-peer steps, one link per
@@ -36,12 +36,20 @@ exec       who moves the bytes: ``cu`` (a communication kernel on CUs), ``dma`` 
 -rsum      gemm-rs: one library sum kernel over the N stacked partials (``torch.sum``), after every
            partial landed, reaching ``fused.reduce_hbm_fraction`` of the HBM peak (Flux's and PyTorch
            async-TP's final reduction)
+-sb        symmetric-memory handshakes of PyTorch async-TP (shard, one piece per peer): gemm-rs
+           (``_pipelined_produce_and_all2all``): on each stream, a step's partial, a barrier of all
+           GPUs, the pull of the partial, a second barrier, and only then the stream's next partial;
+           a final barrier before the sum (``-rsum``). ag-gemm (``_pipelined_all_gather_and_consume``):
+           the local shard is copied into the symmetric buffer and a barrier of all GPUs precedes
+           every pull; the local shard is copied into the gathered output after its GEMM, and a
+           final barrier ends the operation. A barrier is one kernel (``compute.kernel_launch_s``)
+           whose signals cross the fabric once (``link.latency_s``)
 -fk        one fused GEMM kernel: the G pieces are the row chunks of a single persistent GEMM (one
            launch, one plan, waves run on across chunks) whose tiles wait for their own data (ag-gemm)
            or signal their own rows (gemm-rs) instead of G kernels; split M, one stream, no prefetch
 =========  =========================================================================================
 
-Names with ``ep``, ``-rsum`` or ``-fk`` are *named implementations* of real fused kernels (Flux, async
+Names with ``ep``, ``-rsum``, ``-sb`` or ``-fk`` are *named implementations* of real fused kernels (Flux, async
 TP): they can be run by name (``t3.api.overlap``, the validation rows) but are not part of the space
 :func:`candidates` enumerates, so FiCCO's exploration, selectors and training data do not see them.
 
@@ -66,9 +74,9 @@ NAMED_EXECS = ("ep",)  # executors of named implementations only (not enumerated
 
 NAME_RE = re.compile(
     r"^(bulk|shard|ficco)-g(\d+)-([MKN])-(cu|dma|ep)(?:-p(\d+))?(?:-s([12]))?(?:-(ll|lf))?(?:-(rb|rsum))?"
-    r"(?:-(fk))?$"
+    r"(?:-(sb))?(?:-(fk))?$"
 )
-GRAMMAR = "<bulk|shard|ficco>-g<pieces>-<M|K|N>-<cu|dma|ep>[-p<depth>][-s2][-ll][-rb|-rsum][-fk]"
+GRAMMAR = "<bulk|shard|ficco>-g<pieces>-<M|K|N>-<cu|dma|ep>[-p<depth>][-s2][-ll][-rb|-rsum][-sb][-fk]"
 REDUCES = ("inc", "batched", "sum")
 _REDUCE_SUFFIX = {"batched": "-rb", "sum": "-rsum"}
 
@@ -167,6 +175,7 @@ class Axes:
     reduce: str = "inc"  # gemm-rs: "inc" (each arrival as it lands), "batched" (per step, all CUs) or
     # "sum" (one library sum kernel over the stacked partials at the end)
     fused: bool = False  # -fk: the pieces are row chunks of one persistent GEMM kernel
+    handshake: bool = False  # -sb: async-TP's symmetric-memory barriers around the transfers
 
     @property
     def one_kernel(self) -> bool:
@@ -183,6 +192,8 @@ class Axes:
         if not self.local_first:
             s += "-ll"
         s += _REDUCE_SUFFIX.get(self.reduce, "")
+        if self.handshake:
+            s += "-sb"
         if self.fused:
             s += "-fk"
         return s
@@ -195,6 +206,8 @@ class Axes:
         }  # fmt: skip
         if self.fused:
             d["fused"] = True
+        if self.handshake:
+            d["handshake"] = True
         return d
 
 
@@ -203,13 +216,15 @@ def parse_name(name: str) -> Axes:
     mt = NAME_RE.match(name.strip())
     if not mt:
         raise ConfigError(f"schedule: '{name}' does not match {GRAMMAR}")
-    comm, g, split, ex, p, s, loc, red, fk = mt.groups()
+    comm, g, split, ex, p, s, loc, red, sb, fk = mt.groups()
     if int(g) < 1:
         raise ConfigError(f"schedule: '{name}': pieces must be >= 1")
     if p is not None and int(p) < 1:
         raise ConfigError(f"schedule: '{name}': prefetch depth must be >= 1")
     reduce = {"rb": "batched", "rsum": "sum"}.get(red or "", "inc")
-    return Axes(comm, int(g), split, ex, int(p or 0), int(s or 1), loc != "ll", reduce, fk is not None)
+    return Axes(
+        comm, int(g), split, ex, int(p or 0), int(s or 1), loc != "ll", reduce, fk is not None, sb is not None
+    )
 
 
 def check_fits(fop: FiccoOperator, hw: Hardware) -> None:
@@ -267,7 +282,7 @@ def legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
             return "batched reductions apply to overlapped GEMM -> reduce-scatter only"
         if topo == "ring":
             return "a ring reduce-scatter reduces at every hop (running partial sums): nothing to batch"
-    why = _fused_legality(fop, hw, ax)
+    why = _fused_legality(fop, hw, ax) or _handshake_legality(fop, hw, ax)
     if why:
         return why
     if topo in ("mesh", "switch") and n > hw.topology.gpus:
@@ -298,6 +313,21 @@ def legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
         plan_pieces(fop, hw, ax)
     except ScheduleError as err:
         return str(err)
+    return None
+
+
+def _handshake_legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
+    """Reasons async-TP's handshakes (``-sb``) do not apply (None: no objection)."""
+    if not ax.handshake:
+        return None
+    if fop.op == "moe" or ax.comm != "shard" or ax.g != fop.gpus or ax.split != "M" or ax.one_kernel:
+        return "symmetric-memory handshakes (-sb): async-TP's shard steps, one GEMM piece per peer (shard-g<N>-M)"
+    if ax.executor == "ep" or hw.topology.kind == "ring":
+        return "symmetric-memory handshakes (-sb): async-TP pulls from every peer directly (no ring, no ep)"
+    if fop.op == "gemm-rs" and ax.reduce != "sum":
+        return "symmetric-memory handshakes (-sb): async-TP's reduce-scatter sums the stacked partials (-rsum)"
+    if fop.op == "ag-gemm" and not ax.local_first:
+        return "symmetric-memory handshakes (-sb): async-TP's all-gather consumes the local shard first"
     return None
 
 

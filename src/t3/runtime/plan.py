@@ -81,8 +81,8 @@ class Plan:
         Refused: ``-cu`` (the runtime's communication thread and the backend move the bytes beside the
         GEMM thread, as DMA engines do: that is ``-dma``; no communication runs on the GEMM's compute
         thread), ``-s2`` (one compute thread), ``-p<D>`` (no prefetch bound), the named implementations'
-        ``-ep`` (epilogue stores to peers), ``-fk`` (one fused GEMM kernel) and ``-rsum`` (a sum kernel at
-        the end), and ``bulk`` names other than ``bulk-g1-M-dma[-lf]`` (as in the simulator's legality
+        ``-ep`` (epilogue stores to peers), ``-fk`` (one fused GEMM kernel), ``-rsum`` (a sum kernel at
+        the end) and ``-sb`` (async-TP's barriers of all GPUs), and ``bulk`` names other than ``bulk-g1-M-dma[-lf]`` (as in the simulator's legality
         rules). The message names the closest schedule the runtime runs."""
         from t3.errors import T3Error
         from t3.ficco.space import parse_name
@@ -115,9 +115,14 @@ class Plan:
                 "a library sum kernel after every partial landed (-rsum): the runtime reduces each transfer "
                 "step's partials as they complete (-rb)"
             )
+        if ax.handshake:
+            missing.append(
+                "async-TP's symmetric-memory barriers around each transfer (-sb): the runtime's point-to-point "
+                "sends and receives synchronise the two GPUs of each transfer only"
+            )
         if missing:
             near = replace(
-                ax, streams=1, prefetch=0, executor="dma", fused=False,
+                ax, streams=1, prefetch=0, executor="dma", fused=False, handshake=False,
                 reduce="batched" if ax.reduce == "sum" else ax.reduce,
             ).name  # fmt: skip
             raise ValueError(

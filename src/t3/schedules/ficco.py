@@ -37,6 +37,14 @@ Named implementations of real fused kernels (selectable by name, never enumerate
   wave go out after its compute, and the wave's CUs are not free for the next wave until they drained:
   a *store* op per wave holds them, at ``fused.store_Bps_per_cu`` per CU, the link's achievable rate
   and the owners' HBM, plus one link latency for the completion. Remote tiles bypass the local L2.
+- ``-sb`` (PyTorch async-TP's symmetric-memory handshakes; ``shard-g<N>-M`` only): a *barrier* is one
+  kernel on every GPU that ends when every GPU reached it (``compute.kernel_launch_s`` plus one
+  ``link.latency_s`` for the signals). gemm-rs: the partial for offset o, barrier ``c.b<o>``, the pull
+  ``c.s<o>``, barrier ``c.a<o>``; a stream's next partial waits for ``c.a<o>`` (the peer must have
+  read the buffer before it is overwritten), and a final barrier precedes the sum (``-rsum``).
+  ag-gemm: the local shard is copied into the symmetric buffer (``d.lc``), a barrier (``d.b0``)
+  precedes every pull, the local shard is copied into the gathered output after the local GEMM
+  (``d.lo``, on the local GEMM's stream), and a final barrier (``d.fin``) ends the operation.
 - ``-rsum``: one library sum kernel over the N stacked partials of the owner's block (``torch.sum``
   in Flux's and async-TP's reduce-scatter), after every partial landed: N reads + 1 write on all CUs,
   its HBM use capped at ``fused.reduce_hbm_fraction`` of ``hbm.bandwidth_Bps`` (the kernel is
@@ -268,6 +276,39 @@ class _Gen:
     def piece_end(self, g: int, i: int) -> Ref:
         return (g, f"p{i}.end")
 
+    def barrier(self, g: int, key: str, cat: str, deps: list[Ref]) -> Ref:
+        """A symmetric-memory barrier of GPU g (``-sb``): ``deps`` are this GPU's; the barrier also waits
+        for the same ``deps`` on every other GPU (each GPU signals every peer once it reached it)."""
+        b, n, hw = self.b, self.n, self.hw
+        every = [(h + d, k) for d in range(n) for h, k in deps]
+        b.side = "comm"
+        b.add(g, key, kind="barrier", cat=cat, delay_s=hw.compute.kernel_launch_s + hw.link.latency_s,
+              deps=every)  # fmt: skip
+        b.side = "gemm"
+        return (g, key)
+
+    def stream_prev(self, g: int, i: int) -> Ref:
+        """What piece i waits for on its stream: the end of piece ``i - streams``; with ``-sb`` on
+        gemm-rs the second barrier after that piece's pull, on ag-gemm after the local piece the copy
+        of the local shard into the gathered output."""
+        j = i - self.ax.streams
+        if self.ax.handshake:
+            o = self.pieces[j].units[0][0]
+            if self.fop.op == "gemm-rs" and o:
+                return (g, f"c.a{o}")
+            if self.fop.op == "ag-gemm" and not o:
+                return (g, "d.lo")
+        return self.piece_end(g, j)
+
+    def _copy(self, g: int, key: str, cat: str, nbytes: float, deps: list[Ref]) -> None:
+        """A device-to-device copy of ``nbytes`` on GPU g (one copy kernel: read and write its HBM)."""
+        b = self.b
+        b.side = "comm"
+        b.add(g, key, kind="copy", cat=cat, delay_s=self.hw.compute.kernel_launch_s,
+              work=[(b.hbm(g), nbytes), (b.hbm_w(g), nbytes)] + self.ex.reduce_work(b, g, 2 * nbytes),
+              deps=deps, traffic={f"{cat}_read": nbytes, f"{cat}_write": nbytes})  # fmt: skip
+        b.side = "gemm"
+
     def pieces_with(self, g: int, o: int, jj) -> list[Ref]:
         idx = self._with.get((o, jj))
         if idx is None:
@@ -300,6 +341,8 @@ class _Gen:
         if not ax.prefetch or t is None or ax.comm == "bulk":
             return []
         s = t - ax.prefetch
+        if ax.handshake and s == 0:  # the local GEMM's stream copies the local shard out after it
+            return [(g, "d.lo")]
         first = 0 if ax.comm == "ficco" else 1
         if s < first:
             return []
@@ -325,6 +368,13 @@ class _Gen:
                         arr[(g, (o, j))] = done[g]
             return arr
         cat = "a2a" if fop.op == "moe" else "ag"
+        if ax.handshake:
+            shard = self.jbytes(0, "a", "in")
+            for g in b.gpus:
+                self._copy(g, "d.lc", cat, shard, [])
+                self.barrier(g, "d.b0", cat, [(g, "d.lc")])
+                local = [p.index for p in self.pieces if p.units[0][0] == 0]
+                self._copy(g, "d.lo", cat, shard, [self.piece_end(g, i) for i in local])
         for g in b.gpus:
             for jj in self.jsets:
                 step_j = jj if ax.comm == "ficco" else None
@@ -339,7 +389,7 @@ class _Gen:
                         deps += self.step_gate(g, t)
                         self.send(g, g + 1, f"d.r{jj}.{o}", self.jbytes(g + 1, jj, "in"), deps, cat)
                     else:
-                        deps = []
+                        deps = [(g, "d.b0")] if ax.handshake else []
                         if ax.comm == "shard" and o > 1:
                             deps.append((g, f"d.s{o - 1}"))
                         prev = self._prev_j(jj)
@@ -375,7 +425,7 @@ class _Gen:
                         if r not in deps:
                             deps.append(r)
                 if p.index >= ax.streams:
-                    deps.append(self.piece_end(g, p.index - ax.streams))
+                    deps.append(self.stream_prev(g, p.index))
                 if self.mode == "comm":
                     b.add(g, f"p{p.index}.end", kind="piece", cat="gemm", deps=deps)
                     continue
@@ -506,12 +556,16 @@ class _Gen:
                         continue
                     key = f"c.f{jj}.{o}" if ax.comm == "ficco" else f"c.s{o}"
                     deps = self.pieces_with(g, o, jj)
+                    if ax.handshake:
+                        deps = [self.barrier(g, f"c.b{o}", cat, deps)]
                     if ax.comm == "shard" and o > 1:
                         deps.append((g, f"c.s{o - 1}"))
                     if prev is not None:
                         deps.append((g, f"c.f{prev}.{o}"))
                     dst = g - o if moe else g + o
                     self.send(g, dst, key, self.jbytes(g, jj, "out"), deps, cat)
+                    if ax.handshake:  # the peer has read the buffer: the stream may overwrite it
+                        self.barrier(g, f"c.a{o}", cat, [(g, key)])
                     if moe:
                         continue
                     if ax.reduce != "inc":
@@ -536,6 +590,9 @@ class _Gen:
                     (g - o, f"c.f{jj}.{o}" if ax.comm == "ficco" else f"c.s{o}")
                     for jj in self.jsets for o in range(1, n)
                 ]  # fmt: skip
+                if ax.handshake:  # both streams joined, then one barrier of all GPUs before the sum
+                    done = [(g, f"c.a{o}") for o in range(1, n)] + self.pieces_with(g, 0, "a")
+                    landed = [self.barrier(g, "c.fin", cat, done)]
                 self._sum_reduce(g, landed + self.pieces_with(g, 0, "a"))
 
     def _epilogue_reductions(self) -> None:
@@ -603,6 +660,10 @@ class _Gen:
         self.compute(arr)
         if op in ("gemm-rs", "moe"):
             self.scatter()
+        elif self.ax.handshake:  # ag-gemm: one barrier once every piece ended and the local copy landed
+            for g in self.b.gpus:
+                ends = [self.piece_end(g, p.index) for p in self.pieces] + [(g, "d.lo")]
+                self.barrier(g, "d.fin", "ag", ends)
         self.b.meta.update(schedule=self.ax.name, mode=self.mode, gemm_cus=self.gemm_cus)
         return self.b.build()
 

@@ -3,14 +3,14 @@ import os
 import pytest
 from hypothesis import settings
 
+from t3.config.hardware import load_hardware
+
 # Property tests draw the same examples on every run (CI is deterministic); T3_HYPOTHESIS=explore
 # draws new ones each run, and T3_HYPOTHESIS_EXAMPLES=N raises the count of the invalid-input
 # properties, to hunt for inputs the fixed draw does not reach.
 settings.register_profile("ci", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False, database=None)
 settings.load_profile(os.environ.get("T3_HYPOTHESIS", "ci"))
-
-from t3.config.hardware import load_hardware
 
 
 @pytest.fixture(scope="session")

@@ -165,7 +165,13 @@ def test_one_fused_kernel_waits_tile_wise_and_adds_no_decomposition():
 
 @pytest.mark.parametrize(
     "name",
-    [FLUX_RS, "ficco-g64-M-ep-rb", "shard-g8-M-dma-rb-fk", "shard-g8-M-cu-ll-rsum", "shard-g8-M-dma-s2-ll-rsum-sb"],
+    [
+        FLUX_RS,
+        "ficco-g64-M-ep-rb",
+        "shard-g8-M-dma-rb-fk",
+        "shard-g8-M-cu-ll-rsum",
+        "shard-g8-M-dma-s2-ll-rsum-sb",
+    ],
 )
 def test_symmetric_quotient_equals_all_gpu_mode(name):
     hw = load_hardware("mi300x-8")  # a mesh: every owner on its own link

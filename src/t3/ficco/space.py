@@ -325,7 +325,9 @@ def _handshake_legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | Non
     if ax.executor == "ep" or hw.topology.kind == "ring":
         return "symmetric-memory handshakes (-sb): async-TP pulls from every peer directly (no ring, no ep)"
     if fop.op == "gemm-rs" and ax.reduce != "sum":
-        return "symmetric-memory handshakes (-sb): async-TP's reduce-scatter sums the stacked partials (-rsum)"
+        return (
+            "symmetric-memory handshakes (-sb): async-TP's reduce-scatter sums the stacked partials (-rsum)"
+        )
     if fop.op == "ag-gemm" and not ax.local_first:
         return "symmetric-memory handshakes (-sb): async-TP's all-gather consumes the local shard first"
     return None

@@ -457,7 +457,9 @@ class Allocator:
             sig.append(s)
         # the resources as the filling sees them (capacity, memory timing); None with a policy other
         # than the default one (its answers may depend on more than these)
-        self.rkey = _RKEYS.setdefault(tuple(zip(cap, timings)), len(_RKEYS)) if self.all_plain else None
+        self.rkey = None
+        if self.all_plain:
+            self.rkey = _RKEYS.setdefault(tuple(zip(cap, timings, strict=True)), len(_RKEYS))
 
     def fresh(self) -> Allocator:
         """An allocator for a new run of the same ops: the per-op preparation is shared, the

@@ -250,13 +250,21 @@ def reproduce(
     every case ran; nothing is written), unless ``keep_going``: then it is listed under ``errors`` in
     the JSON and the report and left out of every evaluation."""
     cs = all_cases(limit)
+    # the learned tree's training cases: their static features, in the same pool (small tasks last,
+    # they fill the pool's tail)
+    train = load_rows(DATA) if DATA.exists() else []
+    chunks = [train[i : i + TRAIN_CHUNK] for i in range(0, len(train), TRAIN_CHUNK)]
+    keyed = [[{"operator": r["operator"], "hardware": r["hardware"]} for r in ch] for ch in chunks]
     tasks = [("case", cs[i]) for i in _order(cs)] + [("char", h) for h in CHAR_HARDWARE]
+    tasks += [("train", ch) for ch in keyed]
     out = pmap(run_task, tasks, workers=workers, desc="t3 reproduce ficco: cases", progress=progress,
                chunksize=1)  # fmt: skip
     by_key = {r["case"]: r for r in out[: len(cs)]}
     done = [by_key[c.key] for c in cs]
-    char = {h: c for h, (c, _) in zip(CHAR_HARDWARE, out[len(cs) :], strict=True)}
-    dma = {h: d for h, (_, d) in zip(CHAR_HARDWARE, out[len(cs) :], strict=True)}
+    nc = len(cs) + len(CHAR_HARDWARE)
+    char = {h: c for h, (c, _) in zip(CHAR_HARDWARE, out[len(cs) : nc], strict=True)}
+    dma = {h: d for h, (_, d) in zip(CHAR_HARDWARE, out[len(cs) : nc], strict=True)}
+    static = [x for part in out[nc:] for x in part]
     errors = [r for r in done if "error" in r]
     if errors and not keep_going:
         e = errors[0]
@@ -268,13 +276,6 @@ def reproduce(
     rows = [r for r in done if "error" not in r]
     if not rows:
         raise PointsFailed(f"every one of the {len(cs)} cases failed: {errors[0]['error']}")
-    # the learned tree's training cases: their static features, in the pool
-    train = load_rows(DATA) if DATA.exists() else []
-    chunks = [train[i : i + TRAIN_CHUNK] for i in range(0, len(train), TRAIN_CHUNK)]
-    keyed = [[{"operator": r["operator"], "hardware": r["hardware"]} for r in ch] for ch in chunks]
-    static = [x for part in pmap(run_task, [("train", ch) for ch in keyed], workers=workers,
-                                  desc="t3 reproduce ficco: training features", progress=progress, chunksize=1)
-              for x in part]  # fmt: skip
     out_dir.mkdir(parents=True, exist_ok=True)
     design = [r for r in rows if r["subset"] == "design"]
     fitted, design_acc = fit(design, TOL)

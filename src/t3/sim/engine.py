@@ -599,7 +599,10 @@ class Allocator:
                         if s < step:
                             step = s
                     for r, xa in xdem[i]:
-                        load[r] = load.get(r, 0.0) + xa
+                        if r in load:
+                            load[r] += xa
+                        else:
+                            load[r] = xa  # (= 0.0 + xa: xa >= 0)
                 for r, ld in load.items():
                     s = avail[r] / ld
                     if s < step:

@@ -200,8 +200,9 @@ def evaluate(rows: list[dict], rules: Rules | str | None) -> dict[str, Any]:
     """Picks of the estimate heuristic with ``rules``, of the learned tree (``None``), or of the
     pipeline selector (``"pipeline"``)."""
     per = []
+    hws: dict[str, Any] = {}
     for row in rows:
-        hw = load_hardware(row["hardware"])
+        hw = hws.get(row["hardware"]) or hws.setdefault(row["hardware"], load_hardware(row["hardware"]))
         o = row["operator"]
         fop = FiccoOperator(o["op"], o["m"], o["n"], o["k"], o["gpus"], o["dtype"], o["skew"], o["label"])
         picks = row.get("picks", {})
@@ -211,8 +212,8 @@ def evaluate(rows: list[dict], rules: Rules | str | None) -> dict[str, Any]:
             name = picks.get("learned") or select_learned(fop, hw)[0]
         elif rules == SHIPPED and "estimate" in picks:
             name = picks["estimate"]
-        else:
-            name, _ = select(fop, hw, rules)
+        else:  # the row's features are the operator's (computed where it was explored)
+            name, _ = select(fop, hw, rules, f=row.get("features"))
         t = row["times"][name]
         per.append({
             "case": row["case"], "subset": row["subset"], "label": o["label"], "hardware": row["hardware"],

@@ -253,8 +253,9 @@ def row_static(row: dict) -> tuple[list[float], str]:
     if hw is None:
         hw = _HW[row["hardware"]] = load_hardware(row["hardware"])
     fop = _fop(row["operator"])
-    fv = feature_vector(fop, hw)
-    return [fv[k] for k in FEATURE_NAMES], select(fop, hw)[0]
+    f = estimate_features(fop, hw)
+    fv = feature_vector(fop, hw, f)
+    return [fv[k] for k in FEATURE_NAMES], select(fop, hw, f=f)[0]
 
 
 _HW: dict[str, Hardware] = {}  # presets by name, parsed once per process

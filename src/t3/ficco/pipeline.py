@@ -56,12 +56,21 @@ def gemm_alone_s(shape: GemmShape, hw: Hardware, cus: int, bw: float | None = No
 
 
 def _alone_s(job: _Job, caps: dict[str, float]) -> float:
-    """Time (s) of one GEMM job alone (memoised: a job's specs already hold its HBM share)."""
+    """Time (s) of one GEMM job alone (memoised: a job's specs already hold its HBM share): what
+    :func:`_fluid` computes for it on one stream, its ops one after the other, each alone at the rate
+    :func:`_share` gives it (the same additions in the same order)."""
     hit = _ALONE_T.get(id(job))
     if hit is None or hit[0] is not job:
-        s = _Stream([((), (job,))], lambda u: 0.0)
-        _fluid([s], caps)
-        hit = _memo(_ALONE_T)[id(job)] = (job, s.ends[0])
+        now = 0.0
+        if job.acc is not None:
+            now += 1.0 / _rates([job.acc], caps)[0]
+        now += job.launch_s
+        for load, body in job.waves:
+            if load is not None:
+                now += 1.0 / _rates([load], caps)[0]
+            if body is not None:
+                now += 1.0 / _rates([body], caps)[0]
+        hit = _memo(_ALONE_T)[id(job)] = (job, now)
     return hit[1]
 
 
@@ -277,18 +286,24 @@ def _fluid(ss: list[_Stream], caps: dict[str, float]) -> None:
                 return
             now = nxt
             continue
-        specs = [a[0] for _, a in act]
-        key = (ckey, *map(id, specs))
-        hit = _RATES.get(key)
-        if hit is None or any(x is not y for x, y in zip(hit[0], specs, strict=True)):
-            hit = _memo(_RATES)[key] = (specs, _share(specs, caps))
-        rates = hit[1]
+        rates = _rates([a[0] for _, a in act], caps, ckey)
         dt = min(nxt - now, min(a[1] / r for (_, a), r in zip(act, rates, strict=True)))
         now += dt
         for (s, a), r in zip(act, rates, strict=True):
             a[1] -= dt * r
             if a[1] <= 1e-9:
                 s.finish(a)
+
+
+def _rates(specs: list, caps: dict, ckey: tuple | None = None) -> list[float]:
+    """:func:`_share` of ``specs``, memoised by the specs' identity."""
+    if ckey is None:
+        ckey = (caps["hbm"], caps["cu"], caps["timing"])
+    key = (ckey, *map(id, specs))
+    hit = _RATES.get(key)
+    if hit is None or any(x is not y for x, y in zip(hit[0], specs, strict=True)):
+        hit = _memo(_RATES)[key] = (specs, _share(specs, caps))
+    return hit[1]
 
 
 def pieces(fop: FiccoOperator, hw: Hardware, ax: Axes, cus: int, bw: float | None = None) -> list:
@@ -300,7 +315,17 @@ def pieces(fop: FiccoOperator, hw: Hardware, ax: Axes, cus: int, bw: float | Non
     if hit is None or hit[0] is not hw:
         shapes = [(p.units, shape_of(fop, ax, p, 0)) for p in plan_pieces(fop, hw, ax)]
         hit = _memo(_SHAPES)[key] = (hw, shapes)
-    return [(u, tuple(_job(shape, acc, hw, cus, bw) for shape, acc in sh)) for u, sh in hit[1]]
+    jobs: dict = {}  # pieces share shapes: one lookup each
+    out = []
+    for u, sh in hit[1]:
+        js = []
+        for shape, acc in sh:
+            j = jobs.get((shape, acc))
+            if j is None:
+                j = jobs[shape, acc] = _job(shape, acc, hw, cus, bw)
+            js.append(j)
+        out.append((u, tuple(js)))
+    return out
 
 
 _SHAPES: dict[tuple, tuple] = {}
@@ -373,11 +398,31 @@ def _overlapped_s(
                 t += com.step_s(shard, 1)
                 for j in range(n):
                     arrive[(o, j)] = t
-    done = _run_streams(ps, lambda u: arrive.get(u, 0.0), ax.streams, _caps(hw, bw))
+    caps = _caps(hw, bw)
+    if arrive:
+        done = _run_streams(ps, lambda u: arrive.get(u, 0.0), ax.streams, caps)
+    else:
+        done = _ungated(ps, ax.streams, caps)
     end = max(done.values())
     if fop.op == "ag-gemm":
         return end
     return max(end, _scatter_s(fop, hw, ax, com, done, k))
+
+
+def _ungated(ps: list, streams: int, caps: dict) -> dict:
+    """:func:`_run_streams` of pieces that wait for no transfer (gemm-rs), memoised: schedules that
+    differ only in their communication run the same pieces."""
+    key = (tuple((u, *map(id, js)) for u, js in ps), streams, caps["hbm"], caps["cu"], caps["timing"])
+    hit = _UNGATED.get(key)
+    same = hit is not None and all(
+        a is b for (_, x), (_, y) in zip(hit[0], ps, strict=True) for a, b in zip(x, y, strict=True)
+    )
+    if not same:
+        hit = _memo(_UNGATED)[key] = (ps, _run_streams(ps, lambda u: 0.0, streams, caps))
+    return hit[1]
+
+
+_UNGATED: dict[tuple, tuple] = {}
 
 
 def _scatter_s(fop, hw, ax, com, done, k) -> float:

@@ -232,10 +232,13 @@ def _fallbacks(ax: Axes) -> list[Axes]:
             Axes("bulk", 1, "M", "cu")]  # fmt: skip
 
 
-def select(fop: FiccoOperator, hw: Hardware, rules: Rules = SHIPPED) -> tuple[str, dict]:
-    """(schedule name, features) chosen from static sizes; always a legal schedule."""
+def select(
+    fop: FiccoOperator, hw: Hardware, rules: Rules = SHIPPED, f: dict | None = None
+) -> tuple[str, dict]:
+    """(schedule name, features) chosen from static sizes; always a legal schedule. ``f``: the
+    operator's :func:`features` on ``hw`` if already computed."""
     check_fits(fop, hw)
-    f = features(fop, hw)
+    f = features(fop, hw) if f is None else f
     for cand in _fallbacks(rule_pick(f, rules)):
         if legality(fop, hw, cand) is None:
             return cand.name, f

@@ -366,7 +366,21 @@ def _fused_legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
 
 
 def enumerate_space(fop: FiccoOperator, hw: Hardware) -> tuple[list[Axes], list[tuple[str, str]]]:
-    """(legal schedules, [(name, reason)] of skipped ones), in a fixed order."""
+    """(legal schedules, [(name, reason)] of skipped ones), in a fixed order. Memoised (an
+    exploration and the selectors of one case ask for the same space)."""
+    key = (fop, id(hw))
+    hit = _SPACES.get(key)
+    if hit is None or hit[0] is not hw:
+        if len(_SPACES) > 1_000:
+            _SPACES.clear()
+        hit = _SPACES[key] = (hw, *_enumerate_space(fop, hw))
+    return list(hit[1]), list(hit[2])
+
+
+_SPACES: dict[tuple, tuple] = {}
+
+
+def _enumerate_space(fop: FiccoOperator, hw: Hardware) -> tuple[list[Axes], list[tuple[str, str]]]:
     legal, skipped = [], []
     seen = set()
     for ax in candidates(fop):

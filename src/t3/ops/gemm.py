@@ -391,9 +391,22 @@ def add_gemm(
     hw = b.hw
     cu, hbm, hbm_w = b.cu(gpu), b.hbm(gpu), b.hbm_w(gpu)
     refs = []
+    # the same plan on the same resources makes the same ops (a schedule's pieces often share a plan):
+    # the first ones serve as templates, only keys and dependencies change
+    templates = getattr(b, "templates", None)
+    tkey = ("gemm", id(plan), cu, hbm, prio, launch) if stores is None and templates is not None else None
+    made = templates.get(tkey) if tkey is not None else None
+    if made is not None and made[0] is plan:
+        for w, (load, body) in zip(plan.waves, made[1], strict=True):
+            load_deps = list(deps) if w.index == 0 else [(gpu, f"{prefix}.C{w.index - 1}")]
+            b.add_like(load, gpu, f"{prefix}.L{w.index}", load_deps)
+            b.add_like(body, gpu, f"{prefix}.C{w.index}", [(gpu, f"{prefix}.L{w.index}")])
+            refs.append((gpu, f"{prefix}.C{w.index}"))
+        return refs
+    made_ops = []
     for w in plan.waves:
         load_deps = list(deps) if w.index == 0 else [(gpu, f"{prefix}.C{w.index - 1}")]
-        b.add(
+        load = b.add(
             gpu, f"{prefix}.L{w.index}", kind="gemm-load", cat="gemm",
             work=[(hbm, w.prologue_bytes)],
             delay_s=hw.compute.kernel_launch_s if (launch and w.index == 0) else 0.0,
@@ -401,12 +414,15 @@ def add_gemm(
         )  # fmt: skip
         wbytes = sum(w.write_bytes.values()) if stores is None else stores.get(w.index, 0.0)
         body_reads = w.read_bytes - w.prologue_bytes
-        b.add(
+        body = b.add(
             gpu, f"{prefix}.C{w.index}", kind="gemm-compute", cat="gemm",
             work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, wbytes)],
             caps=[(cu, float(w.cus_used))],
             deps=[(gpu, f"{prefix}.L{w.index}")],
             traffic={"gemm_read": body_reads, "gemm_write": wbytes}, prio=prio, window=w.window_bytes,
         )  # fmt: skip
+        made_ops.append((load, body))
         refs.append((gpu, f"{prefix}.C{w.index}"))
+    if tkey is not None:
+        templates[tkey] = (plan, made_ops)
     return refs

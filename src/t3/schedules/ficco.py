@@ -325,15 +325,21 @@ class _Gen:
 
     def send(self, g: int, dst: int, key: str, nbytes: float, deps: list[Ref], cat: str, extra=()):
         b, hw, ex = self.b, self.hw, self.ex
+        tkey = ("send", g, dst, nbytes, cat)
+        if not extra and tkey in b.templates:  # the same transfer again: only key and deps change
+            b.add_like(b.templates[tkey], g, key, deps)
+            return
         b.side = "comm"
         work = transfer_work(b, g, dst, nbytes, ex) + list(extra)
         caps = [(b.dma(g), hw.dma.bandwidth_Bps)] if ex.kind == "dma" else []
         delay = ex.step_delay(b, ex.kind == "cu")
-        b.add(
+        op = b.add(
             g, key, kind="send", cat=cat, work=work, caps=caps, delay_s=delay, deps=deps,
             traffic={f"{cat}_read": nbytes, f"{cat}_write": nbytes, "link": nbytes},
         )  # fmt: skip
         b.side = "gemm"
+        if not extra:
+            b.templates[tkey] = op
 
     def step_gate(self, g: int, t: int | None) -> list[Ref]:
         """Prefetch: transfers of step t wait for the compute of step t - depth."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import heapq
+import itertools
 import math
 import random
 from collections import deque
@@ -387,6 +388,13 @@ def _plain(policy) -> bool:
     return t.available is Policy.available and t.latency is Policy.latency
 
 
+# process-wide: op contents -> signature numbers, and (resources, ordered signatures of the active ops)
+# -> their rates (:meth:`Allocator._allocate_memo`)
+_SIGS: dict[tuple, int] = {}
+_SIG_NUMBERS = itertools.count()
+_FILLS: dict[tuple, list[float]] = {}
+_RKEYS: dict[tuple, int] = {}  # resources (capacity, memory timing) -> number
+
 # active sets at least this large are split into groups that share no resource (below it, splitting
 # costs more than it saves)
 SPLIT_MIN = 6
@@ -435,11 +443,23 @@ class Allocator:
         self.memof: list[tuple | None] = [None] * n  # ((r, a, writes, closed), ...) on memory resources
         self._memo: dict = {}
         self._amemo: dict = {}
-        sigs: dict = {}
-        self.sig = [
-            sigs.setdefault((op.prio, xmax[i], op.window, *op.demands, None, *op.writes), len(sigs))
-            for i, op in enumerate(ops)
-        ]
+        # signatures are numbered process-wide (equal asks, equal numbers in every schedule), so that
+        # allocations can be shared between schedules with the same resources (:data:`_FILLS`)
+        sigs = _SIGS
+        if len(sigs) > 1_000_000:
+            sigs.clear()  # the numbering goes on: numbers held by live allocators are never reused
+        sig = self.sig = []
+        for i, op in enumerate(ops):
+            content = (op.prio, xmax[i], op.window, *op.demands, None, *op.writes)
+            s = sigs.get(content)
+            if s is None:
+                s = sigs[content] = next(_SIG_NUMBERS)
+            sig.append(s)
+        # the resources as the filling sees them (capacity, memory timing); None with a policy other
+        # than the default one (its answers may depend on more than these)
+        self.rkey = None
+        if self.all_plain:
+            self.rkey = _RKEYS.setdefault(tuple(zip(cap, timings, strict=True)), len(_RKEYS))
 
     def fresh(self) -> Allocator:
         """An allocator for a new run of the same ops: the per-op preparation is shared, the
@@ -579,7 +599,10 @@ class Allocator:
                         if s < step:
                             step = s
                     for r, xa in xdem[i]:
-                        load[r] = load.get(r, 0.0) + xa
+                        if r in load:
+                            load[r] += xa
+                        else:
+                            load[r] = xa  # (= 0.0 + xa: xa >= 0)
                 for r, ld in load.items():
                     s = avail[r] / ld
                     if s < step:
@@ -686,7 +709,22 @@ class Allocator:
             for i in active:
                 rate[i] = hit[sig[i]]
             return
-        self._allocate(active, rate)
+        rk = self.rkey
+        if rk is None:
+            self._allocate(active, rate)
+        else:
+            # the filling is a pure function of the ordered asks and the resources: computed once per
+            # process for every schedule that meets the same situation (same rates, bit for bit)
+            fkey = (rk, *[sig[i] for i in active])
+            got = _FILLS.get(fkey)
+            if got is None:
+                self._allocate(active, rate)
+                if len(_FILLS) > 200_000:
+                    _FILLS.clear()
+                _FILLS[fkey] = [rate[i] for i in active]
+            else:
+                for i, x in zip(active, got, strict=True):
+                    rate[i] = x
         if len(self._amemo) > 100_000:
             self._amemo.clear()
         self._amemo[key] = {sig[i]: rate[i] for i in active}

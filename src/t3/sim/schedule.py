@@ -174,6 +174,8 @@ class ScheduleBuilder:
         self._sems: list[Semaphore] = []
         self._sem_index: dict[str, int] = {}
         self.meta: dict = {}
+        # ops added before, by a caller's key of the arguments that made them (:meth:`add_like`)
+        self.templates: dict = {}
 
     # ---- resources -------------------------------------------------------------------------
     def canon(self, gpu: int) -> int:
@@ -343,6 +345,29 @@ class ScheduleBuilder:
         # dependencies are resolved (and mapped onto the materialised GPUs) by build()
         self._deps.append(deps if type(deps) is tuple else tuple(deps))
         return op
+
+    def add_like(self, op: Op, gpu: int, key: Hashable, deps: Iterable[Ref] = ()) -> Op:
+        """A new op ``(gpu, key)`` after ``deps`` with everything else of ``op`` (an op of this builder
+        without callbacks): what :meth:`add` makes of the arguments that made ``op``, without redoing
+        their checks and merging."""
+        n = self.n
+        if self.symmetric:
+            if gpu % n != 0:
+                raise ScheduleError("symmetric builder materialises GPU 0 only: loop over builder.gpus")
+            ref = (0, key)
+        else:
+            ref = (gpu % n, key)
+        if ref in self._index:
+            raise ScheduleError(f"duplicate op {ref}")
+        ops = self._ops
+        new = Op(
+            len(ops), ref[0], key, op.kind, op.cat, list(op.demands), list(op.caps), op.delay_s, [],
+            dict(op.traffic), op.prio, None, None, list(op.acquire), list(op.release), list(op.writes), op.window,
+        )  # fmt: skip
+        self._index[ref] = new.id
+        ops.append(new)
+        self._deps.append(deps if type(deps) is tuple else tuple(deps))
+        return new
 
     def has(self, gpu: int, key: Hashable) -> bool:
         return self.ref(gpu, key) in self._index

@@ -394,6 +394,7 @@ _SIGS: dict[tuple, int] = {}
 _SIG_NUMBERS = itertools.count()
 _FILLS: dict[tuple, list[float]] = {}
 _RKEYS: dict[tuple, int] = {}  # resources (capacity, memory timing) -> number
+_RKEY_NUMBERS = itertools.count()
 
 # active sets at least this large are split into groups that share no resource (below it, splitting
 # costs more than it saves)
@@ -459,7 +460,13 @@ class Allocator:
         # than the default one (its answers may depend on more than these)
         self.rkey = None
         if self.all_plain:
-            self.rkey = _RKEYS.setdefault(tuple(zip(cap, timings, strict=True)), len(_RKEYS))
+            res = tuple(zip(cap, timings, strict=True))
+            rk = _RKEYS.get(res)
+            if rk is None:
+                if len(_RKEYS) > 10_000:
+                    _RKEYS.clear()  # numbers go on: one held by a live allocator is never given again
+                rk = _RKEYS[res] = next(_RKEY_NUMBERS)
+            self.rkey = rk
 
     def fresh(self) -> Allocator:
         """An allocator for a new run of the same ops: the per-op preparation is shared, the

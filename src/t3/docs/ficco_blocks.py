@@ -322,7 +322,10 @@ def engine_findings_block(ctx: Context) -> str:
     e = d["engine"]
     out = []
     for h, v in e["ag_gemm_best_vs_bulk"].items():
-        parts = [f"best {c}-level schedule {lo:.2f}-{hi:.2f}x" for c, (lo, hi) in v.items()]
+        # a fixed order: the record is stored with sorted keys, a fresh run has them in insertion order
+        parts = [
+            f"best {c}-level schedule {v[c][0]:.2f}-{v[c][1]:.2f}x" for c in ("shard", "ficco") if c in v
+        ]
         out.append(f"- all-gather GEMMs on {h}, speedup over bulk per case: " + "; ".join(parts) + ".")
     g = e["gemm_rs"]
     mx = g["best_batched_vs_bulk_max"]

@@ -214,9 +214,9 @@ def evaluate(rows: list[dict], rules: Rules | str | None) -> dict[str, Any]:
     """Picks of the estimate heuristic with ``rules``, of the learned tree (``None``), or of the
     pipeline selector (``"pipeline"``)."""
     per = []
-    hws: dict[str, Any] = {}
+    hws = {h: load_hardware(h) for h in {r["hardware"] for r in rows}}
     for row in rows:
-        hw = hws.get(row["hardware"]) or hws.setdefault(row["hardware"], load_hardware(row["hardware"]))
+        hw = hws[row["hardware"]]
         o = row["operator"]
         fop = FiccoOperator(o["op"], o["m"], o["n"], o["k"], o["gpus"], o["dtype"], o["skew"], o["label"])
         picks = row.get("picks", {})

@@ -135,6 +135,11 @@ def _caps(hw: Hardware, bw: float | None) -> dict:
     return {"hbm": bw or hw.hbm.effective_Bps, "cu": float(hw.compute.cus), "timing": hbm_timing(hw)}
 
 
+def _caps_key(caps: dict) -> tuple:
+    """What of ``caps`` the sharing depends on, as a memo key."""
+    return caps["hbm"], caps["cu"], caps["timing"]
+
+
 _RESOURCES = ("hbm", "cu")
 _POLICIES = (Policy(), Policy())  # one pool each, first come: what a schedule's HBM and CUs get
 
@@ -274,7 +279,7 @@ def _fluid(ss: list[_Stream], caps: dict[str, float]) -> None:
     """Runs the streams to their ends: between two events every active op progresses at the rate
     :func:`_share` gives it."""
     now = 0.0
-    ckey = (caps["hbm"], caps["cu"], caps["timing"])
+    ckey = _caps_key(caps)
     while True:
         for s in ss:  # a stream's transitions depend on its own state and the time only
             while s.step(now):
@@ -298,7 +303,7 @@ def _fluid(ss: list[_Stream], caps: dict[str, float]) -> None:
 def _rates(specs: list, caps: dict, ckey: tuple | None = None) -> list[float]:
     """:func:`_share` of ``specs``, memoised by the specs' identity."""
     if ckey is None:
-        ckey = (caps["hbm"], caps["cu"], caps["timing"])
+        ckey = _caps_key(caps)
     key = (ckey, *map(id, specs))
     hit = _RATES.get(key)
     if hit is None or any(x is not y for x, y in zip(hit[0], specs, strict=True)):
@@ -412,7 +417,7 @@ def _overlapped_s(
 def _ungated(ps: list, streams: int, caps: dict) -> dict:
     """:func:`_run_streams` of pieces that wait for no transfer (gemm-rs), memoised: schedules that
     differ only in their communication run the same pieces."""
-    key = (tuple((u, *map(id, js)) for u, js in ps), streams, caps["hbm"], caps["cu"], caps["timing"])
+    key = (tuple((u, *map(id, js)) for u, js in ps), streams, *_caps_key(caps))
     hit = _UNGATED.get(key)
     same = hit is not None and all(
         a is b for (_, x), (_, y) in zip(hit[0], ps, strict=True) for a, b in zip(x, y, strict=True)

@@ -393,8 +393,8 @@ def add_gemm(
     refs = []
     # the same plan on the same resources makes the same ops (a schedule's pieces often share a plan):
     # the first ones serve as templates, only keys and dependencies change
-    templates = getattr(b, "templates", None)
-    tkey = ("gemm", id(plan), cu, hbm, prio, launch) if stores is None and templates is not None else None
+    templates = b.templates
+    tkey = ("gemm", id(plan), cu, hbm, prio, launch) if stores is None else None
     made = templates.get(tkey) if tkey is not None else None
     if made is not None and made[0] is plan:
         for w, (load, body) in zip(plan.waves, made[1], strict=True):

@@ -376,10 +376,10 @@ class _Gen:
         cat = "a2a" if fop.op == "moe" else "ag"
         if ax.handshake:
             shard = self.jbytes(0, "a", "in")
+            local = [p.index for p in self.pieces if p.units[0][0] == 0]
             for g in b.gpus:
                 self._copy(g, "d.lc", cat, shard, [])
                 self.barrier(g, "d.b0", cat, [(g, "d.lc")])
-                local = [p.index for p in self.pieces if p.units[0][0] == 0]
                 self._copy(g, "d.lo", cat, shard, [self.piece_end(g, i) for i in local])
         for g in b.gpus:
             for jj in self.jsets:

@@ -284,16 +284,7 @@ class ScheduleBuilder:
         release: Iterable[tuple[int, int]] = (),
         window: float = 0.0,
     ) -> Op:
-        n = self.n
-        if self.symmetric:
-            if gpu % n != 0:
-                raise ScheduleError("symmetric builder materialises GPU 0 only: loop over builder.gpus")
-            ref = (0, key)
-        else:
-            ref = (gpu % n, key)
-        index = self._index
-        if ref in index:
-            raise ScheduleError(f"duplicate op {ref}")
+        ref = self._new_ref(gpu, key)
         merged: dict[int, float] = {}
         writes: dict[int, float] | None = None
         for r, a in work:
@@ -320,9 +311,8 @@ class ScheduleBuilder:
             for k, v in traffic.items():
                 if v:
                     tr[k] = v
-        ops = self._ops
         op = Op(
-            len(ops),
+            len(self._ops),
             ref[0],
             key,
             kind,
@@ -340,16 +330,11 @@ class ScheduleBuilder:
             (sorted(writes.items()) if len(writes) > 1 else list(writes.items())) if writes else [],
             float(window),
         )
-        index[ref] = op.id
-        ops.append(op)
-        # dependencies are resolved (and mapped onto the materialised GPUs) by build()
-        self._deps.append(deps if type(deps) is tuple else tuple(deps))
+        self._append(ref, op, deps)
         return op
 
-    def add_like(self, op: Op, gpu: int, key: Hashable, deps: Iterable[Ref] = ()) -> Op:
-        """A new op ``(gpu, key)`` after ``deps`` with everything else of ``op`` (an op of this builder
-        without callbacks): what :meth:`add` makes of the arguments that made ``op``, without redoing
-        their checks and merging."""
+    def _new_ref(self, gpu: int, key: Hashable) -> Ref:
+        """The reference of a new op ``key`` of ``gpu`` (GPU 0 in symmetric mode); refuses a duplicate."""
         n = self.n
         if self.symmetric:
             if gpu % n != 0:
@@ -359,14 +344,24 @@ class ScheduleBuilder:
             ref = (gpu % n, key)
         if ref in self._index:
             raise ScheduleError(f"duplicate op {ref}")
-        ops = self._ops
+        return ref
+
+    def _append(self, ref: Ref, op: Op, deps: Iterable[Ref]) -> None:
+        self._index[ref] = op.id
+        self._ops.append(op)
+        # dependencies are resolved (and mapped onto the materialised GPUs) by build()
+        self._deps.append(deps if type(deps) is tuple else tuple(deps))
+
+    def add_like(self, op: Op, gpu: int, key: Hashable, deps: Iterable[Ref] = ()) -> Op:
+        """A new op ``(gpu, key)`` after ``deps`` with everything else of ``op`` (an op of this builder
+        without callbacks): what :meth:`add` makes of the arguments that made ``op``, without redoing
+        their checks and merging."""
+        ref = self._new_ref(gpu, key)
         new = Op(
-            len(ops), ref[0], key, op.kind, op.cat, list(op.demands), list(op.caps), op.delay_s, [],
+            len(self._ops), ref[0], key, op.kind, op.cat, list(op.demands), list(op.caps), op.delay_s, [],
             dict(op.traffic), op.prio, None, None, list(op.acquire), list(op.release), list(op.writes), op.window,
         )  # fmt: skip
-        self._index[ref] = new.id
-        ops.append(new)
-        self._deps.append(deps if type(deps) is tuple else tuple(deps))
+        self._append(ref, new, deps)
         return new
 
     def has(self, gpu: int, key: Hashable) -> bool:

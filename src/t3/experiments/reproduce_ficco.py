@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -158,27 +159,35 @@ def try_case(case: Case) -> dict[str, Any]:
 
 def run_task(task: tuple[str, Any]) -> Any:
     """One item of the reproduction's process pool: ``("case", Case)``, ``("train", rows)`` (the learned
-    tree's static features of labelled training rows) or ``("char", preset)``."""
-    _collect_rarely()
-    kind, arg = task
-    if kind == "case":
-        return try_case(arg)
-    if kind == "train":
-        return [row_static(r) for r in arg]
-    hw = load_hardware(arg)
-    return characterise(hw), dma_efficiency(hw)
+    tree's static features of labelled training rows) or ``("char", preset)``. The cyclic garbage
+    collector is off while it runs and collects the young generations once at its end
+    (:func:`_collected_once`)."""
+    with _collected_once():
+        kind, arg = task
+        if kind == "case":
+            return try_case(arg)
+        if kind == "train":
+            return [row_static(r) for r in arg]
+        hw = load_hardware(arg)
+        return characterise(hw), dma_efficiency(hw)
 
 
-# Garbage-collection thresholds of the pool's processes: an exploration allocates millions of
-# short-lived objects (ops, lists, tuples) and almost no reference cycles, and every full pass of the
-# collector walks the memo tables that grow with the run: with Python's defaults (700, 10, 10) a
-# fifth of a case's time went to the collector (measured: 7.3 s -> 5.9 s on 15 cases with it off).
-GC_THRESHOLDS = (50_000, 20, 100)
-
-
-def _collect_rarely() -> None:
-    if gc.get_threshold()[0] < GC_THRESHOLDS[0]:
-        gc.set_threshold(*GC_THRESHOLDS)
+@contextmanager
+def _collected_once():
+    """The cyclic garbage collector off inside, then one collection of the young generations (0 and
+    1): an exploration allocates millions of short-lived objects (ops, lists, tuples) freed by their
+    reference counts and almost no reference cycles, while every automatic pass of the collector
+    walks what survives, the memo tables included. Measured: a fifth of a case's time with Python's
+    default thresholds (7.3 s -> 5.9 s on 15 cases), a further tenth with thresholds (50 000, 20, 100)
+    against none (`benchmarks/bench_ficco.py`). Cycles made inside are collected at the end."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect(1)
+        if was:
+            gc.enable()
 
 
 def _order(cs: list[Case]) -> list[int]:

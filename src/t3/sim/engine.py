@@ -342,6 +342,10 @@ def _static(sched: Schedule) -> tuple:
                 children[d] = [oid]
             else:
                 kids.append(oid)
+        like = op.like
+        if like >= 0:  # a copy: the same demands and caps
+            xmax[oid] = xmax[like]
+            continue
         x = inf
         dem = op.demands
         for r, a in dem:
@@ -357,7 +361,9 @@ def _static(sched: Schedule) -> tuple:
                         x = v
         xmax[oid] = x
     first = tuple(i << 2 for i, op in enumerate(ops) if not op.deps)
-    alloc = Allocator(ops, xmax, cap, [r.policy for r in res], [r.timing for r in res])
+    alloc = Allocator(
+        ops, xmax, cap, [r.policy for r in res], [r.timing for r in res], [op.like for op in ops]
+    )
     return cap, children, xmax, first, alloc
 
 
@@ -423,8 +429,9 @@ class Allocator:
     an allocation is memoised under the active ops' *signatures*: the waves of a GEMM and the chunks
     of a collective meet the same situations over and over."""
 
-    def __init__(self, ops, xmax, cap, policies, timings):
+    def __init__(self, ops, xmax, cap, policies, timings, like=None):
         self.ops, self.xmax, self.cap, self.policies, self.timings = ops, xmax, cap, policies, timings
+        self.like = like  # per op: the id of an earlier op it copies (Op.like), or -1; None: no copies
         n = len(ops)
         self.plain = [_plain(p) for p in policies]
         self.all_plain = all(self.plain)
@@ -442,6 +449,7 @@ class Allocator:
         self.xdem1: list = [None] * n
         self.cap0 = list(xmax)  # unloaded cap: the window at the unloaded latency
         self.memof: list[tuple | None] = [None] * n  # ((r, a, writes, closed), ...) on memory resources
+        self.rset: list[set | None] = [None] * n  # per op: the resources it names (:meth:`_groups`)
         self._memo: dict = {}
         self._amemo: dict = {}
         # signatures are numbered process-wide (equal asks, equal numbers in every schedule), so that
@@ -451,6 +459,9 @@ class Allocator:
             sigs.clear()  # the numbering goes on: numbers held by live allocators are never reused
         sig = self.sig = []
         for i, op in enumerate(ops):
+            if like is not None and like[i] >= 0:  # a copy of an earlier op (Op.like): the same asks
+                sig.append(sig[like[i]])
+                continue
             content = (op.prio, xmax[i], op.window, *op.demands, None, *op.writes)
             s = sigs.get(content)
             if s is None:
@@ -478,6 +489,15 @@ class Allocator:
     def _prep(self, i: int) -> None:
         # every field is computed first and stored with its final value, ``ready`` last: runs of one
         # schedule share this preparation, so a run must never see a half-prepared op
+        like = self.like
+        if like is not None:
+            j = like[i]
+            if j >= 0 and self.ready[j]:  # a copy of a prepared op (read-only fields: shared)
+                self.dem[i], self.prio[i], self.window[i] = self.dem[j], self.prio[j], self.window[j]
+                self.xdem[i], self.dem1[i], self.xdem1[i] = self.xdem[j], self.dem1[j], self.xdem1[j]
+                self.uniq[i], self.cap0[i], self.memof[i] = self.uniq[j], self.cap0[j], self.memof[j]
+                self.ready[i] = True
+                return
         op, mem, timings = self.ops[i], self.mem, self.timings
         x = self.xmax[i]
         dem = op.demands
@@ -671,6 +691,18 @@ class Allocator:
         """The active ops split into groups that share no resource (union-find over resources), each
         in the order of ``active``."""
         ops = self.ops
+        # one group when a resource of the first op is named by every op (in symmetric schedules
+        # nearly every event: the ops all use the GPU's HBM)
+        rset = self.rset
+        for i in active:
+            if rset[i] is None:
+                rset[i] = {r for r, _ in ops[i].demands}
+        for r in rset[active[0]]:
+            for i in active:
+                if r not in rset[i]:
+                    break
+            else:
+                return [active]
         parent: dict[int, int] = {}
         for i in active:
             rs = ops[i].demands

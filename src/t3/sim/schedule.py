@@ -84,6 +84,7 @@ class Op:
     release: list[tuple[int, int]] = field(default_factory=list)  # (semaphore, units) given back at finish
     writes: list[tuple[int, float]] = field(default_factory=list)  # (memory resource, bytes written)
     window: float = 0.0  # bytes in flight on the memory it reads (0: an open stream, paced from outside)
+    like: int = -1  # an earlier op of the schedule with the same demands, caps, prio, writes and window
 
 
 @dataclass(slots=True)
@@ -357,9 +358,12 @@ class ScheduleBuilder:
         without callbacks): what :meth:`add` makes of the arguments that made ``op``, without redoing
         their checks and merging."""
         ref = self._new_ref(gpu, key)
+        if op.id >= len(self._ops) or self._ops[op.id] is not op:
+            raise ScheduleError(f"add_like {ref}: the model op is not an op of this builder")
         new = Op(
             len(self._ops), ref[0], key, op.kind, op.cat, list(op.demands), list(op.caps), op.delay_s, [],
             dict(op.traffic), op.prio, None, None, list(op.acquire), list(op.release), list(op.writes), op.window,
+            op.id if op.like < 0 else op.like,
         )  # fmt: skip
         self._append(ref, new, deps)
         return new

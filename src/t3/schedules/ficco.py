@@ -269,6 +269,7 @@ class _Gen:
         self.plans: dict = {}
         self._with: dict[tuple, list[int]] = {}  # (offset, step set) -> pieces holding those units
         self._jb: dict[tuple, float] = {}  # (gpu, step set, phase) -> bytes
+        self._last: dict[int, int] = {}  # step -> the last piece holding one of its units
         self.ring = hw.topology.kind == "ring"
         self.jsets = list(range(self.n)) if ax.comm == "ficco" else ["a"]
 
@@ -352,7 +353,10 @@ class _Gen:
         first = 0 if ax.comm == "ficco" else 1
         if s < first:
             return []
-        return [self.piece_end(g, _last_piece_with_step(self.pieces, ax, s))]
+        last = self._last.get(s)
+        if last is None:
+            last = self._last[s] = _last_piece_with_step(self.pieces, ax, s)
+        return [self.piece_end(g, last)]
 
     # ---- gather / dispatch -------------------------------------------------------------------
     def gather(self) -> dict[tuple[int, Unit], list[Ref]]:

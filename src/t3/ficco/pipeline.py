@@ -306,7 +306,8 @@ def _rates(specs: list, caps: dict, ckey: tuple | None = None) -> list[float]:
         ckey = _caps_key(caps)
     key = (ckey, *map(id, specs))
     hit = _RATES.get(key)
-    if hit is None or any(x is not y for x, y in zip(hit[0], specs, strict=True)):
+    if hit is None:
+        # the entry holds the specs: while it exists, no other object can have their ids
         hit = _memo(_RATES)[key] = (specs, _share(specs, caps))
     return hit[1]
 

@@ -221,13 +221,13 @@ class FiccoBuilder(ScheduleBuilder):
         if self.isolate and self.side == "comm":
             g = self.canon(gpu)
             return self._resource(f"hbm:{g}:comm", self.hw.hbm.effective_Bps, "hbm", g)
-        return super().hbm(gpu)
+        return ScheduleBuilder.hbm(self, gpu)
 
     def cu(self, gpu: int) -> int:
         if self.isolate and self.side == "comm":
             g = self.canon(gpu)
             return self._resource(f"cu:{g}:comm", float(self.hw.compute.cus), "cu", g)
-        return super().cu(gpu)
+        return ScheduleBuilder.cu(self, gpu)
 
 
 def _unit_bytes(fop: FiccoOperator, gpu: int, j: int, phase: str) -> float:
@@ -447,9 +447,10 @@ class _Gen:
                               deps=deps, traffic={"gemm_read": ob})  # fmt: skip
                         deps = [(g, f"{pre}.acc")]
                     key = (shape, self.gemm_cus)
-                    if key not in self.plans:
-                        self.plans[key] = gemm_plan(shape, self.hw, cus=self.gemm_cus)
-                    deps = add_gemm(b, g, self.plans[key], prefix=pre, deps=deps)[-1:]
+                    plan = self.plans.get(key)
+                    if plan is None:
+                        plan = self.plans[key] = gemm_plan(shape, self.hw, cus=self.gemm_cus)
+                    deps = add_gemm(b, g, plan, prefix=pre, deps=deps)[-1:]
                 b.add(g, f"p{p.index}.end", kind="piece", cat="gemm", deps=deps)
 
     def fused_compute(self, arr: dict[tuple[int, Unit], list[Ref]]) -> None:

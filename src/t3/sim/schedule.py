@@ -360,10 +360,10 @@ class ScheduleBuilder:
         ref = self._new_ref(gpu, key)
         if op.id >= len(self._ops) or self._ops[op.id] is not op:
             raise ScheduleError(f"add_like {ref}: the model op is not an op of this builder")
+        # the copy shares the model's lists and traffic (an op's fields are not modified once added)
         new = Op(
-            len(self._ops), ref[0], key, op.kind, op.cat, list(op.demands), list(op.caps), op.delay_s, [],
-            dict(op.traffic), op.prio, None, None, list(op.acquire), list(op.release), list(op.writes), op.window,
-            op.id if op.like < 0 else op.like,
+            len(self._ops), ref[0], key, op.kind, op.cat, op.demands, op.caps, op.delay_s, [], op.traffic,
+            op.prio, None, None, op.acquire, op.release, op.writes, op.window, op.id if op.like < 0 else op.like,
         )  # fmt: skip
         self._append(ref, new, deps)
         return new

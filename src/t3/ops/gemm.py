@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 from t3.config.hardware import Hardware, per_hardware
@@ -180,6 +181,10 @@ def l2_hit(d_bytes: float, hw: Hardware) -> float:
     """Probability that an L2 line survives ``d_bytes`` of other distinct data touched between two
     uses: hashed ``ways``-way LRU sets, ``P[Poisson(d / (line x sets)) <= ways - 1]``."""
     c = hw.compute
+    key = (d_bytes, c.l2_usable_fraction, c.l2_bytes, c.l2_line_bytes, c.l2_ways)
+    hit = _L2_HITS.get(key)
+    if hit is not None:
+        return hit
     sets = c.l2_usable_fraction * c.l2_bytes / (c.l2_line_bytes * c.l2_ways)
     lam = d_bytes / (c.l2_line_bytes * sets)
     if lam <= 0:
@@ -189,7 +194,13 @@ def l2_hit(d_bytes: float, hw: Hardware) -> float:
     for j in range(1, c.l2_ways):
         term *= lam / j
         total += term
-    return min(1.0, total)
+    if len(_L2_HITS) > 100_000:
+        _L2_HITS.clear()
+    hit = _L2_HITS[key] = min(1.0, total)
+    return hit
+
+
+_L2_HITS: dict[tuple, float] = {}  # (reuse distance, L2 geometry) -> l2_hit: waves repeat distances
 
 
 def tile_flops_per_s(hw: Hardware, tm: int, tn: int, dtype: str) -> float:
@@ -342,13 +353,14 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile) -> GemmPlan:
         prev: dict[int, float] = {}
         cold = 0.0
         for blocks, last, size in ((arows, last_a, a_block), (bcols, last_b, b_block)):
-            for x in blocks:
-                p = last.get(x)
+            # the wave that used each block last, counted per wave (first-seen order, as a walk of
+            # the blocks would add them: block sizes are whole bytes, so the sums are exact)
+            for p, k in Counter(map(last.get, blocks)).items():
                 if p is None:
-                    cold += size
+                    cold += k * size
                 else:
-                    prev[p] = prev.get(p, 0.0) + size
-                last[x] = w
+                    prev[p] = prev.get(p, 0.0) + k * size
+            last.update(dict.fromkeys(blocks, w))
         reads = cold
         for p, nbytes in prev.items():
             d = 0.5 * ws_bytes[p] + (pws[w] - pws[p + 1]) + 0.5 * ws_bytes[w] + (pout[w] - pout[p])

@@ -183,9 +183,9 @@ def _collected_once():
     An exploration allocates millions of short-lived objects (ops, lists, tuples) freed by their
     reference counts and almost no reference cycles, while every automatic pass of the collector
     walks what survives, the memo tables included. Measured: a fifth of a case's time with Python's
-    default thresholds (7.3 s -> 5.9 s on 15 cases); `t3 reproduce ficco` with the thresholds alone,
-    then with this: 115 s -> 107 s of wall time together with the engine's shortcuts of the same
-    change. Cycles made inside are collected at the end."""
+    default thresholds (7.3 s -> 5.9 s on 15 cases); with the defaults between tasks, the whole run
+    did not show the gains its cases showed alone (`benchmarks/bench_ficco.py --reproduce`). Cycles
+    made inside are collected at the end."""
     if gc.get_threshold()[0] < GC_THRESHOLDS[0]:
         gc.set_threshold(*GC_THRESHOLDS)  # between tasks too (the pool's own work)
     was = gc.isenabled()

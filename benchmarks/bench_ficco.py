@@ -1,11 +1,13 @@
 """FiCCO speed: `select` latency (a reduced model of the engine, no schedule simulated) and `explore` wall
 time per operator.
 
-Run: PYTHONPATH=src python3 benchmarks/bench_ficco.py [--repeat N] [--quick] [--reproduce]
+Run: PYTHONPATH=src python3 benchmarks/bench_ficco.py [--repeat N] [--quick] [--reproduce] [--phases K]
 Prints a table (medians over N repeats; ``--quick``: the first operator on one preset). ``--reproduce``
 also times the whole ``python3 -m t3 reproduce ficco`` (N runs in a fresh process each, default worker
-count) and prints its median wall time and the size of the JSON and Parquet it writes. Not a test: no
-assertion on time.
+count) and prints its median wall time and the size of the JSON and Parquet it writes. ``--phases K``
+runs every K-th case of the reproduction in this process, one after the other, and prints where its CPU
+time goes (building schedules, simulating them, the static selectors, the rest) and by kind of case.
+Not a test: no assertion on time.
 """
 
 from __future__ import annotations
@@ -37,9 +39,17 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="the first operator on mi300x-8 only")
     ap.add_argument("--reproduce", action="store_true", help="also time `t3 reproduce ficco` end to end")
+    ap.add_argument(
+        "--phases", type=int, metavar="K", help="CPU time by phase of every K-th reproduction case"
+    )
     a = ap.parse_args()
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")
+    if a.phases is not None:
+        if a.phases < 1:
+            ap.error("--phases must be at least 1")
+        phases(a.phases)
+        return
     print(f"{'operator':40s} {'hw':9s} {'select (ms)':>12s} {'explore (s)':>12s} {'schedules':>10s}")
     for hwn in ("mi300x-8",) if a.quick else ("mi300x-8", "h100-8"):
         hw = load_hardware(hwn)
@@ -83,6 +93,61 @@ def reproduce(repeat: int) -> None:
     print(
         f"{'t3 reproduce ficco':32s} {repeat:5d} {statistics.median(walls):16.1f} {min(walls):13.1f} {out:>30s}"
     )
+
+
+def phases(every: int) -> None:
+    """CPU time (s) of every ``every``-th case of the reproduction (its task, as the pool runs it), split
+    into building schedules, simulating them (the engine), the static selectors' picks and the rest
+    (space enumeration, loss bookkeeping, features, GEMM plans outside the builders); then by kind."""
+    import t3.ficco.losses as losses
+    from t3.experiments import reproduce_ficco as rf
+    from t3.sim.engine import Engine
+
+    spent = {"build": 0.0, "engine": 0.0, "selectors": 0.0}
+    count = {"build": 0, "engine": 0, "events": 0, "ops": 0}
+
+    def timed(fn, phase):
+        def run(*args, **kw):
+            t0 = time.process_time()
+            out = fn(*args, **kw)
+            spent[phase] += time.process_time() - t0
+            count[phase] = count.get(phase, 0) + 1
+            if phase == "engine":
+                count["events"] += out.events
+                count["ops"] += len(out.schedule.ops)
+            return out
+
+        return run
+
+    for name in ("ficco_schedule", "gemm_alone_schedule", "fused_gemm_alone_schedule"):
+        setattr(losses, name, timed(getattr(losses, name), "build"))
+    Engine.run = timed(Engine.run, "engine")
+    rf.static_picks = timed(rf.static_picks, "selectors")
+    cs = rf.all_cases()[::every]
+    kinds: dict[str, list[float]] = {}
+    total = 0.0
+    for c in cs:
+        t0 = time.process_time()
+        rf.run_task(("case", c))
+        dt = time.process_time() - t0
+        total += dt
+        kind = c.fop.op + (" skewed" if c.fop.skew else "")
+        kinds.setdefault(kind, []).append(dt)
+    print(f"{len(cs)} cases (one in {every} of the reproduction's), one after the other: {total:.1f} s CPU")
+    print(f"{'phase':12s} {'CPU (s)':>9s} {'share':>7s}  what")
+    rest = total - sum(spent.values())
+    what = {
+        "build": f"{count['build']} schedules built ({count['ops'] / max(1, count['engine']):.0f} ops each)",
+        "engine": f"{count['engine']} simulations, {count['events']} events "
+        f"({1e6 * spent['engine'] / max(1, count['events']):.1f} us each)",
+        "selectors": "pipeline, learned and estimate picks",
+        "rest": "enumeration, losses, features, plans",
+    }
+    for k, v in (*spent.items(), ("rest", rest)):
+        print(f"{k:12s} {v:9.1f} {100 * v / total:6.1f} %  {what[k]}")
+    print(f"{'kind':16s} {'cases':>6s} {'CPU (s)':>9s} {'share':>7s} {'per case (s)':>13s}")
+    for k, v in sorted(kinds.items()):
+        print(f"{k:16s} {len(v):6d} {sum(v):9.1f} {100 * sum(v) / total:6.1f} % {sum(v) / len(v):13.2f}")
 
 
 if __name__ == "__main__":

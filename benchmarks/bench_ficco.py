@@ -104,14 +104,14 @@ def phases(every: int) -> None:
     from t3.sim.engine import Engine
 
     spent = {"build": 0.0, "engine": 0.0, "selectors": 0.0}
-    count = {"build": 0, "engine": 0, "events": 0, "ops": 0}
+    count = {"build": 0, "engine": 0, "selectors": 0, "events": 0, "ops": 0}
 
     def timed(fn, phase):
         def run(*args, **kw):
             t0 = time.process_time()
             out = fn(*args, **kw)
             spent[phase] += time.process_time() - t0
-            count[phase] = count.get(phase, 0) + 1
+            count[phase] += 1
             if phase == "engine":
                 count["events"] += out.events
                 count["ops"] += len(out.schedule.ops)
@@ -137,7 +137,7 @@ def phases(every: int) -> None:
     print(f"{'phase':12s} {'CPU (s)':>9s} {'share':>7s}  what")
     rest = total - sum(spent.values())
     what = {
-        "build": f"{count['build']} schedules built ({count['ops'] / max(1, count['engine']):.0f} ops each)",
+        "build": f"{count['build']} schedules built ({count['ops'] / max(1, count['engine']):.0f} ops each on average)",
         "engine": f"{count['engine']} simulations, {count['events']} events "
         f"({1e6 * spent['engine'] / max(1, count['events']):.1f} us each)",
         "selectors": "pipeline, learned and estimate picks",

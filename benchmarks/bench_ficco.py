@@ -112,9 +112,10 @@ def phases(every: int) -> None:
             out = fn(*args, **kw)
             spent[phase] += time.process_time() - t0
             count[phase] += 1
-            if phase == "engine":
+            if phase == "build":
+                count["ops"] += len(out.ops)
+            elif phase == "engine":
                 count["events"] += out.events
-                count["ops"] += len(out.schedule.ops)
             return out
 
         return run
@@ -137,7 +138,7 @@ def phases(every: int) -> None:
     print(f"{'phase':12s} {'CPU (s)':>9s} {'share':>7s}  what")
     rest = total - sum(spent.values())
     what = {
-        "build": f"{count['build']} schedules built ({count['ops'] / max(1, count['engine']):.0f} ops each on average)",
+        "build": f"{count['build']} schedules built ({count['ops'] / max(1, count['build']):.0f} ops each on average)",
         "engine": f"{count['engine']} simulations, {count['events']} events "
         f"({1e6 * spent['engine'] / max(1, count['events']):.1f} us each)",
         "selectors": "pipeline, learned and estimate picks",

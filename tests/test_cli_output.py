@@ -68,6 +68,10 @@ def _head() -> str | None:
 def test_version_prints_version_and_commit(capsys):
     code, out, _ = cli(capsys, "--version")
     assert code == 0 and out.startswith(f"t3 {t3.__version__}")
+    from t3.sim import engine
+
+    want = "compiled core" if engine._native is not None else "Python"
+    assert f"engine: {want}" in out
     head = _head()
     if head:  # run from a checkout: the commit (dirty or not) is printed
         assert f"(git {head}" in out

@@ -28,9 +28,10 @@ app = typer.Typer(
 def _version(value: bool) -> None:
     if value:
         from t3.provenance import git_commit, version
+        from t3.sim.engine import engine_core
 
         commit = git_commit()
-        print(f"t3 {version()}" + (f" (git {commit})" if commit else ""))
+        print(f"t3 {version()}" + (f" (git {commit})" if commit else "") + f"; engine: {engine_core()}")
         raise typer.Exit()
 
 

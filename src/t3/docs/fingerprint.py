@@ -47,6 +47,8 @@ def code_hash(path: Path) -> str:
 
 @cache
 def _code_hash(path: str, mtime_ns: int, size: int) -> str:  # keyed by the file's state: edits count
+    if not path.endswith(".py"):  # Cython source: byte for byte
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
     tree = _strip_docstrings(ast.parse(Path(path).read_text(), path))
     return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:16]
 
@@ -65,6 +67,8 @@ def module_file(src: Path, name: str) -> Path | None:
         return base / "__init__.py"
     if base.with_suffix(".py").is_file():
         return base.with_suffix(".py")
+    if base.with_suffix(".pyx").is_file():  # a compiled module's source (the engine's core)
+        return base.with_suffix(".pyx")
     return None
 
 
@@ -77,6 +81,8 @@ def _imports(path: Path, name: str | None, src: Path) -> set[str]:
 @cache
 def _imports_cached(path_s: str, mtime_ns: int, size: int, name: str | None, src_s: str) -> frozenset[str]:
     path, src = Path(path_s), Path(src_s)
+    if path.suffix != ".py":  # Cython source: it imports no t3 module
+        return frozenset()
     tree = ast.parse(path.read_text(), path_s)
     pkg = None if name is None else (name if path.name == "__init__.py" else name.rpartition(".")[0])
     found: set[str] = set()

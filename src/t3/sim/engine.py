@@ -24,6 +24,7 @@ import copy
 import heapq
 import itertools
 import math
+import os
 import random
 from collections import deque
 from dataclasses import dataclass, field
@@ -130,10 +131,18 @@ def _unfinished(ops: list[Op], end: list[float], queues, sems, held: list[int]) 
 class Engine:
     """Runs schedules. ``seed`` randomises the order of simultaneous events and ``jitter`` stretches
     every delay by a random factor in [1, 1 + jitter): both exist to test that schedules are correct
-    under any legal interleaving. With the defaults the engine is fully deterministic."""
+    under any legal interleaving. With the defaults the engine is fully deterministic.
 
-    def __init__(self, *, trace: bool = False, seed: int | None = None, jitter: float = 0.0):
+    The compiled core (:mod:`t3.sim._native`, built by ``pip install``) runs the schedules it covers
+    (default resource policies, no callbacks or semaphores) when there is no trace, seed or jitter:
+    the same arithmetic in the same order, so the same result bit for bit, several times faster.
+    ``native=False`` (or ``T3_ENGINE=python`` for the whole process) runs the Python loop below."""
+
+    def __init__(
+        self, *, trace: bool = False, seed: int | None = None, jitter: float = 0.0, native: bool = True
+    ):
         self.trace = trace
+        self.native = native
         self.rng = random.Random(seed) if seed is not None else None
         self.jitter = jitter
 
@@ -145,7 +154,12 @@ class Engine:
         static = sched.__dict__.get("_engine_static")
         if static is None:
             static = sched.__dict__["_engine_static"] = _static(sched)
-        cap, children, xmax, first, alloc = static
+        cap, children, xmax, first, alloc, nat = static
+        if nat is not None and self.native and not self.trace and self.rng is None and not self.jitter:
+            out = _native.run(nat, _FILLS)
+            if out is not None:  # (None: it cannot finish; the Python loop below names the deadlock)
+                start, end, events = out
+                return Result(sched, start, end, max(end, default=0.0), events, None, {})
         indeg = [len(op.deps) for op in ops]
         start = [math.nan] * n
         end = [math.nan] * n
@@ -364,7 +378,8 @@ def _static(sched: Schedule) -> tuple:
     alloc = Allocator(
         ops, xmax, cap, [r.policy for r in res], [r.timing for r in res], [op.like for op in ops]
     )
-    return cap, children, xmax, first, alloc
+    nat = _native.prepare(sched, children, xmax, alloc) if _native is not None else None
+    return cap, children, xmax, first, alloc, nat
 
 
 def _snapshot(active, ops, res, rate) -> dict[tuple[int, str], float]:
@@ -904,3 +919,50 @@ class Allocator:
             self._memo.clear()
         self._memo[key] = lat
         return lat
+
+
+def _load_native():
+    """The compiled core (:mod:`t3.sim._native`), or None: ``T3_ENGINE=python``, not built, or built from
+    another version of its source (then a warning says so: a stale core could differ from this engine;
+    ``T3_ENGINE=native`` turns both into errors)."""
+    import hashlib
+    import warnings
+    from pathlib import Path
+
+    want = os.environ.get("T3_ENGINE", "")
+    if want not in ("", "python", "native"):
+        raise SimulationError(f"T3_ENGINE: must be 'python' or 'native' (or unset), got {want!r}")
+    if want == "python":
+        return None
+    try:
+        from t3.sim import _native as nat
+    except ImportError as err:
+        if want == "native":
+            raise SimulationError(f"T3_ENGINE=native: the compiled engine core is not built ({err})") from err
+        return None
+    src = Path(__file__).with_name("_native.pyx")
+    if src.exists():
+        sha = hashlib.sha256(src.read_bytes()).hexdigest()[:16]
+        built = getattr(nat, "SOURCE_SHA256", "")
+        if built != sha:
+            msg = (
+                f"the compiled engine core was built from another version of {src.name} ({built or 'unknown'}, "
+                f"the source is {sha}): rebuild it (pip install -e .)"
+            )
+            if want == "native":
+                raise SimulationError(f"T3_ENGINE=native: {msg}")
+            warnings.warn(f"{msg}; the Python engine runs meanwhile", RuntimeWarning, stacklevel=2)
+            return None
+    return nat
+
+
+_native = _load_native()
+
+
+def engine_core() -> str:
+    """Which engine runs the schedules it covers, in words (``t3 --version``)."""
+    if _native is not None:
+        return "compiled core (t3.sim._native)"
+    return "Python (compiled core " + (
+        "off: T3_ENGINE=python)" if os.environ.get("T3_ENGINE") == "python" else "not built)"
+    )

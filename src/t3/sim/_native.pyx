@@ -1,0 +1,1043 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False, cdivision=False
+"""Compiled core of :class:`t3.sim.engine.Engine`: the same event loop, progressive filling and memory
+model as the Python engine, statement for statement, on C arrays.
+
+It runs the schedules whose resources all use the default policy (one pool, first come) and whose
+ops have no callbacks and take no semaphore, without tracing, seed or jitter; :meth:`Engine.run` runs
+every other schedule in Python. Every floating-point operation is the Python engine's, in the same
+order, and the allocations are memoised under the same keys in the same tables (``_amemo`` per run,
+the process-wide fills of :mod:`t3.sim.engine`), so a result is the Python engine's bit for bit
+(``tests/test_native_engine.py`` compares them). A run that cannot finish is handed back (``None``):
+the caller reruns it in Python, which names the deadlock.
+"""
+
+from libc.stdlib cimport free, malloc
+
+cdef extern from *:
+    """
+    #ifndef T3_NATIVE_SOURCE
+    #define T3_NATIVE_SOURCE ""
+    #endif
+    """
+    const char* T3_NATIVE_SOURCE
+
+# sha256 (first 16 hex digits) of the source this module was compiled from ("" if built by hand)
+SOURCE_SHA256 = (<bytes>T3_NATIVE_SOURCE).decode()
+
+cdef double INF = float("inf")
+cdef double EPS = 1e-9  # t3.sim.engine._EPS
+cdef int SPLIT_MIN = 6  # t3.sim.engine.SPLIT_MIN
+cdef int MAX_LEVELS = 16  # distinct priorities per schedule (more: the Python engine runs it)
+
+
+cdef void* _alloc(size_t n) except NULL:
+    cdef void* p = malloc(n if n > 0 else 1)
+    if p == NULL:
+        raise MemoryError()
+    return p
+
+
+cdef class Static:
+    """What a run needs that depends on the schedule only (built once per schedule)."""
+
+    cdef int n, nres, nfirst, any_mem
+    cdef int *dem_off
+    cdef int *dem_r
+    cdef double *dem_a
+    cdef double *xdem_a
+    cdef int *dem1_off
+    cdef int *dem1_r
+    cdef double *dem1_a
+    cdef double *xdem1_a
+    cdef int *mem_off
+    cdef int *mem_r
+    cdef double *mem_a
+    cdef double *mem_w
+    cdef char *mem_closed
+    cdef char *uniq
+    cdef int *prio
+    cdef double *xmax
+    cdef double *cap0
+    cdef double *window
+    cdef double *delay
+    cdef int *kid_off
+    cdef int *kids
+    cdef int *indeg0
+    cdef int *first
+    cdef double *cap
+    cdef char *is_mem
+    cdef double *turn
+    cdef double *lat0
+    cdef double *serv
+    cdef list sig
+    cdef object rkey
+
+    def __cinit__(self):
+        self.n = 0
+
+    def __dealloc__(self):
+        cdef void* ps[27]
+        ps[:] = [self.dem_off, self.dem_r, self.dem_a, self.xdem_a, self.dem1_off, self.dem1_r, self.dem1_a,
+                 self.xdem1_a, self.mem_off, self.mem_r, self.mem_a, self.mem_w, self.mem_closed, self.uniq,
+                 self.prio, self.xmax, self.cap0, self.window, self.delay, self.kid_off, self.kids,
+                 self.indeg0, self.first, self.cap, self.is_mem, self.turn, self.lat0]
+        for p in ps:
+            free(p)
+        free(self.serv)
+
+
+def prepare(sched, list children, list xmax, alloc):
+    """The schedule's :class:`Static`, or None when the Python engine must run it (a policy other than
+    the default, callbacks, semaphores, too many priority levels). ``children``, ``xmax`` and
+    ``alloc`` (signatures, resource key) are the Python engine's (``t3.sim.engine._static``)."""
+    cdef Static st
+    cdef int n, nres, i, k, r, nd, nm, nk
+    cdef double x, a, w, rd, c0, v
+    ops = sched.ops
+    res = sched.resources
+    if sched.semaphores or alloc.rkey is None:
+        return None
+    prios = set()
+    nd = nk = nm = 0
+    for op in ops:
+        if op.on_start is not None or op.on_finish is not None or op.acquire or op.release:
+            return None
+        prios.add(op.prio)
+        nd += len(op.demands)
+    if len(prios) > MAX_LEVELS:
+        return None
+    n = len(ops)
+    nres = len(res)
+    st = Static()
+    st.n, st.nres = n, nres
+    st.dem_off = <int*>_alloc((n + 1) * sizeof(int))
+    st.dem_r = <int*>_alloc(nd * sizeof(int))
+    st.dem_a = <double*>_alloc(nd * sizeof(double))
+    st.xdem_a = <double*>_alloc(nd * sizeof(double))
+    st.dem1_off = <int*>_alloc((n + 1) * sizeof(int))
+    st.dem1_r = <int*>_alloc(nd * sizeof(int))
+    st.dem1_a = <double*>_alloc(nd * sizeof(double))
+    st.xdem1_a = <double*>_alloc(nd * sizeof(double))
+    st.mem_off = <int*>_alloc((n + 1) * sizeof(int))
+    st.mem_r = <int*>_alloc(nd * sizeof(int))
+    st.mem_a = <double*>_alloc(nd * sizeof(double))
+    st.mem_w = <double*>_alloc(nd * sizeof(double))
+    st.mem_closed = <char*>_alloc(nd * sizeof(char))
+    st.uniq = <char*>_alloc(n * sizeof(char))
+    st.prio = <int*>_alloc(n * sizeof(int))
+    st.xmax = <double*>_alloc(n * sizeof(double))
+    st.cap0 = <double*>_alloc(n * sizeof(double))
+    st.window = <double*>_alloc(n * sizeof(double))
+    st.delay = <double*>_alloc(n * sizeof(double))
+    st.kid_off = <int*>_alloc((n + 1) * sizeof(int))
+    st.indeg0 = <int*>_alloc(n * sizeof(int))
+    st.cap = <double*>_alloc(nres * sizeof(double))
+    st.is_mem = <char*>_alloc(nres * sizeof(char))
+    st.turn = <double*>_alloc(nres * sizeof(double))
+    st.lat0 = <double*>_alloc(nres * sizeof(double))
+    st.serv = <double*>_alloc(nres * sizeof(double))
+    st.any_mem = 0
+    for r in range(nres):
+        rs = res[r]
+        st.cap[r] = rs.capacity
+        t = rs.timing
+        st.is_mem[r] = t is not None
+        if t is not None:
+            st.any_mem = 1
+            st.turn[r], st.lat0[r], st.serv[r] = t.turnaround, t.latency_s, t.service_s
+        else:
+            st.turn[r] = st.lat0[r] = st.serv[r] = 0.0
+    # demands, the first filling's demands (closed streams' memory left out) and memory parts, as
+    # Allocator._prep computes them
+    cdef int p = 0, p1 = 0, pm = 0
+    for i in range(n):
+        op = ops[i]
+        st.dem_off[i], st.dem1_off[i], st.mem_off[i] = p, p1, pm
+        x = xmax[i]
+        st.xmax[i] = x
+        st.prio[i] = op.prio
+        st.window[i] = op.window
+        st.delay[i] = op.delay_s
+        st.indeg0[i] = len(op.deps)
+        dem = op.demands
+        st.uniq[i] = len({rr for rr, _ in dem}) == len(dem)
+        wr = dict(op.writes) if op.writes else {}
+        c0 = x
+        for rr, aa in dem:
+            r = rr
+            a = aa
+            st.dem_r[p], st.dem_a[p], st.xdem_a[p] = r, a, x * a
+            p += 1
+            closed = False
+            if st.is_mem[r]:
+                w = wr.get(r, 0.0)
+                closed = op.window > 0 and st.lat0[r] > 0 and a - w > 0
+                st.mem_r[pm], st.mem_a[pm], st.mem_w[pm], st.mem_closed[pm] = r, a, w, closed
+                pm += 1
+                if closed:
+                    rd = a - w
+                    v = op.window / (st.lat0[r] * rd)
+                    if v < c0:
+                        c0 = v
+            if not closed:
+                st.dem1_r[p1], st.dem1_a[p1], st.xdem1_a[p1] = r, a, x * a
+                p1 += 1
+        st.cap0[i] = c0
+    st.dem_off[n], st.dem1_off[n], st.mem_off[n] = p, p1, pm
+    nk = 0
+    for kid in children:
+        if kid is not None:
+            nk += len(kid)
+    st.kids = <int*>_alloc(nk * sizeof(int))
+    k = 0
+    for i in range(n):
+        st.kid_off[i] = k
+        kid = children[i]
+        if kid is not None:
+            for c in kid:
+                st.kids[k] = c
+                k += 1
+    st.kid_off[n] = k
+    firsts = [i for i, op in enumerate(ops) if not op.deps]
+    st.nfirst = len(firsts)
+    st.first = <int*>_alloc(st.nfirst * sizeof(int))
+    for k in range(st.nfirst):
+        st.first[k] = firsts[k]
+    st.sig = list(alloc.sig)
+    st.rkey = alloc.rkey
+    return st
+
+
+cdef inline double _eta(double turn, double ws):
+    # HbmTiming.eta: 1 / (1 + k * min(ws, 1 - ws))
+    cdef double m = ws
+    if 1.0 - ws < m:
+        m = 1.0 - ws
+    return 1.0 / (1.0 + turn * m)
+
+
+cdef inline double _latency(double lat0, double serv, double rho):
+    # HbmTiming.latency
+    if rho >= 1.0:
+        return INF
+    return lat0 + serv * rho / (2.0 * (1.0 - rho))
+
+
+cdef class Run:
+    """One run's state and scratch arrays."""
+
+    cdef Static st
+    cdef int n, nres
+    cdef double *rate
+    cdef double *remaining
+    cdef double *start
+    cdef double *end
+    cdef int *indeg
+    cdef int *active
+    cdef int na
+    cdef int *keep
+    cdef int *done
+    cdef double *heap_t
+    cdef long long *heap_s
+    cdef int *heap_i
+    cdef int heap_n
+    cdef int *work
+    cdef int whead, wtail
+    cdef double now
+    # filling scratch (per resource / per op, with stamps instead of clearing)
+    cdef double *capx
+    cdef double *avail
+    cdef int *avail_st
+    cdef double *load
+    cdef int *load_st
+    cdef int *touched
+    cdef int *sat_st
+    cdef double *used
+    cdef double *lim
+    cdef int *lim_st
+    cdef int *buf_a
+    cdef int *buf_b
+    cdef int *lvl_ops
+    cdef int stamp
+    # allocation scratch
+    cdef double *capm
+    cdef double *eta
+    cdef double *ask_t
+    cdef double *ask_w
+    cdef int *ask_st
+    cdef int *ask_order
+    cdef double *f0
+    cdef double *f1
+    cdef double *blv  # per resource: MAX_LEVELS (level, flow) pairs in insertion order
+    cdef int *blk
+    cdef int *bln
+    cdef int *on_mem
+    cdef int *grp_ops
+    cdef int *grp_off
+    cdef int *parent
+    cdef int *par_st
+    cdef int *root_g
+    cdef int *root_st
+    cdef int *gid
+    cdef dict amemo
+    cdef dict memo
+    cdef dict fills
+    cdef list sig
+
+    def __cinit__(self, Static st, dict fills):
+        cdef int n = st.n, nres = st.nres
+        self.st = st
+        self.n, self.nres = n, nres
+        self.rate = <double*>_alloc(n * sizeof(double))
+        self.remaining = <double*>_alloc(n * sizeof(double))
+        self.start = <double*>_alloc(n * sizeof(double))
+        self.end = <double*>_alloc(n * sizeof(double))
+        self.indeg = <int*>_alloc(n * sizeof(int))
+        self.active = <int*>_alloc(n * sizeof(int))
+        self.keep = <int*>_alloc(n * sizeof(int))
+        self.done = <int*>_alloc(n * sizeof(int))
+        self.heap_t = <double*>_alloc(n * sizeof(double))
+        self.heap_s = <long long*>_alloc(n * sizeof(long long))
+        self.heap_i = <int*>_alloc(n * sizeof(int))
+        self.work = <int*>_alloc((3 * n + 1) * sizeof(int))
+        self.capx = <double*>_alloc(n * sizeof(double))
+        self.avail = <double*>_alloc(nres * sizeof(double))
+        self.avail_st = <int*>_alloc(nres * sizeof(int))
+        self.load = <double*>_alloc(nres * sizeof(double))
+        self.load_st = <int*>_alloc(nres * sizeof(int))
+        self.touched = <int*>_alloc(nres * sizeof(int))
+        self.sat_st = <int*>_alloc(nres * sizeof(int))
+        self.used = <double*>_alloc(nres * sizeof(double))
+        self.lim = <double*>_alloc(n * sizeof(double))
+        self.lim_st = <int*>_alloc(n * sizeof(int))
+        self.buf_a = <int*>_alloc(n * sizeof(int))
+        self.buf_b = <int*>_alloc(n * sizeof(int))
+        self.lvl_ops = <int*>_alloc(n * sizeof(int))
+        self.capm = <double*>_alloc(nres * sizeof(double))
+        self.eta = <double*>_alloc(nres * sizeof(double))
+        self.ask_t = <double*>_alloc(nres * sizeof(double))
+        self.ask_w = <double*>_alloc(nres * sizeof(double))
+        self.ask_st = <int*>_alloc(nres * sizeof(int))
+        self.ask_order = <int*>_alloc(nres * sizeof(int))
+        self.f0 = <double*>_alloc(nres * sizeof(double))
+        self.f1 = <double*>_alloc(nres * sizeof(double))
+        self.blv = <double*>_alloc(nres * MAX_LEVELS * sizeof(double))
+        self.blk = <int*>_alloc(nres * MAX_LEVELS * sizeof(int))
+        self.bln = <int*>_alloc(nres * sizeof(int))
+        self.on_mem = <int*>_alloc(n * sizeof(int))
+        self.grp_ops = <int*>_alloc(n * sizeof(int))
+        self.grp_off = <int*>_alloc((n + 1) * sizeof(int))
+        self.parent = <int*>_alloc(nres * sizeof(int))
+        self.par_st = <int*>_alloc(nres * sizeof(int))
+        self.root_g = <int*>_alloc(nres * sizeof(int))
+        self.root_st = <int*>_alloc(nres * sizeof(int))
+        self.gid = <int*>_alloc(n * sizeof(int))
+        cdef int i
+        for i in range(nres):
+            self.avail_st[i] = self.load_st[i] = self.sat_st[i] = self.ask_st[i] = 0
+            self.par_st[i] = self.root_st[i] = 0
+        for i in range(n):
+            self.lim_st[i] = 0
+        self.stamp = 0
+        self.amemo = {}
+        self.memo = {}
+        self.fills = fills
+        self.sig = st.sig
+
+    def __dealloc__(self):
+        cdef void* ps[47]
+        ps[:] = [self.rate, self.remaining, self.start, self.end, self.indeg, self.active, self.keep,
+                 self.done, self.heap_t, self.heap_s, self.heap_i, self.work, self.capx, self.avail,
+                 self.avail_st, self.load, self.load_st, self.touched, self.sat_st, self.used, self.lim,
+                 self.lim_st, self.buf_a, self.buf_b, self.lvl_ops, self.capm, self.eta, self.ask_t,
+                 self.ask_w, self.ask_st, self.ask_order, self.f0, self.f1, self.blv, self.blk, self.bln,
+                 self.on_mem, self.grp_ops, self.grp_off, self.parent, self.par_st, self.root_g,
+                 self.root_st, self.gid, NULL, NULL, NULL]
+        for p in ps:
+            free(p)
+
+    # ---- the heap of delays: (time, sequence number, op), as heapq orders the tuples -------------
+    cdef inline bint _less(self, int a, int b):
+        return self.heap_t[a] < self.heap_t[b] or (self.heap_t[a] == self.heap_t[b] and self.heap_s[a] < self.heap_s[b])
+
+    cdef inline void _swap(self, int a, int b):
+        cdef double t = self.heap_t[a]
+        cdef long long s = self.heap_s[a]
+        cdef int i = self.heap_i[a]
+        self.heap_t[a], self.heap_s[a], self.heap_i[a] = self.heap_t[b], self.heap_s[b], self.heap_i[b]
+        self.heap_t[b], self.heap_s[b], self.heap_i[b] = t, s, i
+
+    cdef void _hpush(self, double t, long long s, int i):
+        cdef int k = self.heap_n, up
+        self.heap_n += 1
+        self.heap_t[k], self.heap_s[k], self.heap_i[k] = t, s, i
+        while k > 0:
+            up = (k - 1) >> 1
+            if self._less(k, up):
+                self._swap(k, up)
+                k = up
+            else:
+                break
+
+    cdef int _hpop(self):
+        cdef int top = self.heap_i[0], k = 0, l, r, m
+        self.heap_n -= 1
+        if self.heap_n > 0:
+            self.heap_t[0], self.heap_s[0], self.heap_i[0] = (
+                self.heap_t[self.heap_n], self.heap_s[self.heap_n], self.heap_i[self.heap_n]
+            )
+            while True:
+                l = 2 * k + 1
+                if l >= self.heap_n:
+                    break
+                r = l + 1
+                m = l
+                if r < self.heap_n and self._less(r, l):
+                    m = r
+                if self._less(m, k):
+                    self._swap(m, k)
+                    k = m
+                else:
+                    break
+        return top
+
+    # ---- work items: (op << 2) | what, what: 0 = begin, 1 = enter (delay over), 2 = finish --------
+    cdef bint _process(self, long long *seq):
+        cdef Static st = self.st
+        cdef bint changed = False
+        cdef int w, i, what, k, c
+        cdef double d
+        while self.whead < self.wtail:
+            w = self.work[self.whead]
+            self.whead += 1
+            i = w >> 2
+            what = w & 3
+            if what == 0:
+                self.start[i] = self.now
+                d = st.delay[i]
+                if d > 0:
+                    self._hpush(self.now + d, seq[0], i)
+                    seq[0] += 1
+                else:
+                    self.work[self.wtail] = w | 1
+                    self.wtail += 1
+            elif what == 1:
+                if st.dem_off[i + 1] > st.dem_off[i]:
+                    self.active[self.na] = i
+                    self.na += 1
+                    changed = True
+                else:
+                    self.work[self.wtail] = w | 2
+                    self.wtail += 1
+            else:
+                self.end[i] = self.now
+                for k in range(st.kid_off[i], st.kid_off[i + 1]):
+                    c = st.kids[k]
+                    self.indeg[c] -= 1
+                    if self.indeg[c] == 0:
+                        self.work[self.wtail] = c << 2
+                        self.wtail += 1
+        return changed
+
+    # ---- filling (Allocator._fill, default policies) ---------------------------------------------
+    cdef void _fill(self, int *act, int na, double *cap, bint first_fill) except *:
+        cdef Static st = self.st
+        cdef int *off = st.dem1_off if first_fill else st.dem_off
+        cdef int *dr = st.dem1_r if first_fill else st.dem_r
+        cdef double *da = st.dem1_a if first_fill else st.dem_a
+        cdef double *xa_ = st.xdem1_a if first_fill else st.xdem_a
+        cdef double *xmax = st.xmax
+        cdef double *capx = self.capx
+        cdef double *rate = self.rate
+        cdef int i, k, r, q, lv, nl, g, nu, nn, ntouch, li, gi
+        cdef double x, c, step, s, t, av, xa, left, ld
+        cdef bint frozen, single, issat
+        cdef int levels[16]
+        cdef int lcount[16]
+        cdef int lstart[16]
+        if na == 1 and st.uniq[act[0]]:
+            i = act[0]
+            x = xmax[i]
+            c = capx[i]
+            step = 1.0
+            if c < x:
+                s = c / x
+                if s < step:
+                    step = s
+            for k in range(off[i], off[i + 1]):
+                r = dr[k]
+                av = cap[r] - 0.0
+                s = av / xa_[k]
+                if s < step:
+                    step = s
+            if step < 0:
+                step = 0.0
+            t = 0.0 + step
+            x *= t
+            frozen = t >= 1.0 - 1e-12 or x >= c * (1 - 1e-12)
+            if not frozen:
+                for k in range(off[i], off[i + 1]):
+                    r = dr[k]
+                    if (cap[r] - 0.0) - step * xa_[k] <= 1e-12 * cap[r]:
+                        frozen = True
+                        break
+            if frozen:
+                rate[i] = c if x > c else x
+                return
+        # the priority levels of the active ops, in order of appearance, then sorted
+        nl = 0
+        for k in range(na):
+            lv = st.prio[act[k]]
+            for q in range(nl):
+                if levels[q] == lv:
+                    break
+            else:
+                levels[nl] = lv
+                nl += 1
+        single = nl == 1
+        if not single:
+            # sorted(groups): insertion sort of the (few) levels
+            for q in range(1, nl):
+                lv = levels[q]
+                g = q - 1
+                while g >= 0 and levels[g] > lv:
+                    levels[g + 1] = levels[g]
+                    g -= 1
+                levels[g + 1] = lv
+            # each level's ops, in the order of ``act``
+            nn = 0
+            for q in range(nl):
+                lstart[q] = nn
+                for k in range(na):
+                    if st.prio[act[k]] == levels[q]:
+                        self.lvl_ops[nn] = act[k]
+                        nn += 1
+                lcount[q] = nn - lstart[q]
+        # used: every resource starts at 0.0 (``used.get(r, 0.0)``)
+        for r in range(self.nres):
+            self.used[r] = 0.0
+        cdef int *group
+        cdef int ng
+        cdef int *unf
+        cdef int *nxt
+        cdef int *tmp
+        for q in range(nl):
+            if single:
+                group, ng = act, na
+            else:
+                group, ng = self.lvl_ops + lstart[q], lcount[q]
+            self.stamp += 1
+            gi = self.stamp  # avail and lim markers of this level
+            for k in range(ng):
+                i = group[k]
+                c = capx[i]
+                x = xmax[i]
+                if c < x:
+                    self.lim[i] = c / x
+                    self.lim_st[i] = gi
+                for li in range(off[i], off[i + 1]):
+                    r = dr[li]
+                    if self.avail_st[r] != gi:
+                        self.avail_st[r] = gi
+                        self.avail[r] = cap[r] - self.used[r]
+            t = 0.0
+            unf = group
+            nu = ng
+            nxt = self.buf_a
+            while nu:
+                self.stamp += 1
+                g = self.stamp  # load and saturation markers of this round
+                ntouch = 0
+                step = 1.0 - t
+                for k in range(nu):
+                    i = unf[k]
+                    if self.lim_st[i] == gi:
+                        s = self.lim[i] - t
+                        if s < step:
+                            step = s
+                    for li in range(off[i], off[i + 1]):
+                        r = dr[li]
+                        xa = xa_[li]
+                        if self.load_st[r] == g:
+                            self.load[r] += xa
+                        else:
+                            self.load_st[r] = g
+                            self.load[r] = xa
+                            self.touched[ntouch] = r
+                            ntouch += 1
+                for k in range(ntouch):
+                    r = self.touched[k]
+                    s = self.avail[r] / self.load[r]
+                    if s < step:
+                        step = s
+                if step < 0:
+                    step = 0.0
+                t += step
+                issat = False
+                for k in range(ntouch):
+                    r = self.touched[k]
+                    ld = self.load[r]
+                    left = self.avail[r] - step * ld
+                    self.avail[r] = left
+                    if left <= 1e-12 * cap[r]:
+                        self.sat_st[r] = g
+                        issat = True
+                nn = 0
+                if t >= 1.0 - 1e-12:
+                    for k in range(nu):
+                        i = unf[k]
+                        x = xmax[i] * t
+                        c = capx[i]
+                        rate[i] = c if x > c else x
+                else:
+                    for k in range(nu):
+                        i = unf[k]
+                        x = xmax[i] * t
+                        c = capx[i]
+                        frozen = x >= c * (1 - 1e-12)
+                        if not frozen and issat:
+                            for li in range(off[i], off[i + 1]):
+                                if self.sat_st[dr[li]] == g:
+                                    frozen = True
+                                    break
+                        if frozen:
+                            rate[i] = c if x > c else x
+                        else:
+                            nxt[nn] = i
+                            nn += 1
+                unf = nxt
+                nu = nn
+                nxt = self.buf_b if unf == self.buf_a else self.buf_a
+            if q != nl - 1:
+                for k in range(ng):
+                    i = group[k]
+                    x = rate[i]
+                    for li in range(off[i], off[i + 1]):
+                        r = dr[li]
+                        self.used[r] = self.used[r] + x * da[li]
+
+    # ---- one allocation (Allocator._allocate, default policies) ----------------------------------
+    cdef void _allocate(self, int *act, int na) except *:
+        cdef Static st = self.st
+        cdef double *capx = self.capx
+        cdef double *rate = self.rate
+        cdef int i, k, m, r, nm, nask, q, lv, j, idx
+        cdef double c, tot, wtot, x, a, w, e, flow, wflow, lat, s
+        cdef bint again, over, ok
+        for k in range(na):
+            i = act[k]
+            capx[i] = st.cap0[i]
+        nm = 0
+        if st.any_mem:
+            for k in range(na):
+                i = act[k]
+                if st.mem_off[i + 1] > st.mem_off[i]:
+                    self.on_mem[nm] = act[k]
+                    nm += 1
+        if nm == 0:
+            self._fill(act, na, st.cap, False)
+            return
+        cdef double *cap = self.capm
+        for r in range(self.nres):
+            cap[r] = st.cap[r]
+        # the turnaround of the first filling: the write share of what the ops ask at their caps
+        self.stamp += 1
+        cdef int sa = self.stamp
+        nask = 0
+        for k in range(nm):
+            i = self.on_mem[k]
+            c = capx[i]
+            for m in range(st.mem_off[i], st.mem_off[i + 1]):
+                r = st.mem_r[m]
+                if self.ask_st[r] != sa:
+                    self.ask_st[r] = sa
+                    self.ask_t[r] = 0.0
+                    self.ask_w[r] = 0.0
+                    self.ask_order[nask] = r
+                    nask += 1
+                self.ask_t[r] += c * st.mem_a[m]
+                self.ask_w[r] += c * st.mem_w[m]
+        for k in range(nask):
+            r = self.ask_order[k]
+            tot, wtot = self.ask_t[r], self.ask_w[r]
+            self.eta[r] = _eta(st.turn[r], wtot / tot) if tot > 0 else 1.0
+            cap[r] = st.cap[r] * self.eta[r]
+        self._fill(act, na, cap, True)
+        # the first filling's flows per memory resource: total, writes, by level (insertion order)
+        for k in range(nask):
+            r = self.ask_order[k]
+            self.f0[r] = 0.0
+            self.f1[r] = 0.0
+            self.bln[r] = 0
+        for k in range(nm):
+            i = self.on_mem[k]
+            x = rate[i]
+            lv = st.prio[i]
+            for m in range(st.mem_off[i], st.mem_off[i + 1]):
+                r = st.mem_r[m]
+                a = st.mem_a[m]
+                w = st.mem_w[m]
+                self.f0[r] += x * a
+                self.f1[r] += x * w
+                idx = r * MAX_LEVELS
+                for j in range(self.bln[r]):
+                    if self.blk[idx + j] == lv:
+                        self.blv[idx + j] = self.blv[idx + j] + x * a
+                        break
+                else:
+                    j = self.bln[r]
+                    self.blk[idx + j] = lv
+                    self.blv[idx + j] = 0.0 + x * a
+                    self.bln[r] = j + 1
+        # sorted(flows): the memory resources in increasing order
+        for q in range(1, nask):
+            r = self.ask_order[q]
+            j = q - 1
+            while j >= 0 and self.ask_order[j] > r:
+                self.ask_order[j + 1] = self.ask_order[j]
+                j -= 1
+            self.ask_order[j + 1] = r
+        again = False
+        cdef int nlv
+        cdef int lvs[16]
+        for k in range(nask):
+            r = self.ask_order[k]
+            flow, wflow = self.f0[r], self.f1[r]
+            if flow <= 0:
+                continue
+            e = _eta(st.turn[r], wflow / flow)
+            if abs(e - self.eta[r]) > 1e-3 * self.eta[r]:
+                self.eta[r] = e
+                cap[r] = st.cap[r] * e
+                again = True
+            # the levels with closed streams on r, sorted
+            nlv = 0
+            for q in range(nm):
+                i = self.on_mem[q]
+                for m in range(st.mem_off[i], st.mem_off[i + 1]):
+                    if st.mem_r[m] == r and st.mem_closed[m]:
+                        lv = st.prio[i]
+                        for j in range(nlv):
+                            if lvs[j] == lv:
+                                break
+                        else:
+                            lvs[nlv] = lv
+                            nlv += 1
+            if nlv == 0:
+                continue
+            for q in range(1, nlv):
+                lv = lvs[q]
+                j = q - 1
+                while j >= 0 and lvs[j] > lv:
+                    lvs[j + 1] = lvs[j]
+                    j -= 1
+                lvs[j + 1] = lv
+            over = flow > cap[r] * (1 + 1e-9)
+            for j in range(nlv):
+                lv = lvs[j]
+                # Policy.latency: timing.latency(sum(flows.values()) / capacity)
+                s = 0.0
+                idx = r * MAX_LEVELS
+                for q in range(self.bln[r]):
+                    s = s + self.blv[idx + q]
+                lat = _latency(st.lat0[r], st.serv[r], s / cap[r])
+                if not over:
+                    ok = True
+                    for q in range(nm):
+                        i = self.on_mem[q]
+                        if st.prio[i] != lv:
+                            continue
+                        for m in range(st.mem_off[i], st.mem_off[i + 1]):
+                            if st.mem_r[m] == r and st.mem_closed[m]:
+                                if not (rate[i] * (st.mem_a[m] - st.mem_w[m]) <= st.window[i] / lat * (1 + 1e-6)):
+                                    ok = False
+                                    break
+                        if not ok:
+                            break
+                    if ok:
+                        continue
+                lat = self._solve(r, lv, cap[r], nm)
+                for q in range(nm):
+                    i = self.on_mem[q]
+                    if st.prio[i] != lv:
+                        continue
+                    for m in range(st.mem_off[i], st.mem_off[i + 1]):
+                        if st.mem_r[m] == r and st.mem_closed[m]:
+                            c = st.window[i] / (lat * (st.mem_a[m] - st.mem_w[m]))
+                            if c < capx[i]:
+                                capx[i] = c
+                again = True
+        if again:
+            self._fill(act, na, cap, False)
+
+    cdef double _solve(self, int r, int lv, double cap, int nm) except? -1.0:
+        """Allocator._solve (default policy): the latency at which the closed streams of level ``lv``
+        on memory ``r`` read what their windows allow; memoised under the Python engine's key."""
+        cdef Static st = self.st
+        cdef int q, m, i, idx, j, nb, pos = -1
+        cdef double base, a, rd, lat, lo, hi, hlo, hhi, x, hx, tot
+        cdef int side, it
+        dem = []
+        base = 0.0
+        idx = r * MAX_LEVELS
+        nb = self.bln[r]
+        for j in range(nb):
+            if self.blk[idx + j] == lv:
+                base = self.blv[idx + j]
+                pos = j
+        tot = 0.0  # sum(rate[i] * a for i, a, _ in group), from int 0 as sum() starts
+        cdef list ws = []
+        cdef list ds = []
+        cdef list ks = []
+        for q in range(nm):
+            i = self.on_mem[q]
+            if st.prio[i] != lv:
+                continue
+            for m in range(st.mem_off[i], st.mem_off[i + 1]):
+                if st.mem_r[m] == r and st.mem_closed[m]:
+                    a = st.mem_a[m]
+                    rd = a - st.mem_w[m]
+                    dem.append((st.window[i], self.rate[i] * rd, a / rd))
+                    tot = tot + self.rate[i] * a
+        base = base - tot
+        levels = tuple(sorted([(self.blk[idx + j], self.blv[idx + j]) for j in range(nb)]))
+        key = (r, lv, tuple(dem), base, cap, levels)
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit
+        cdef int nd = len(dem)
+        cdef double *W = <double*>_alloc(nd * sizeof(double))
+        cdef double *D = <double*>_alloc(nd * sizeof(double))
+        cdef double *K = <double*>_alloc(nd * sizeof(double))
+        cdef double *F = <double*>_alloc(nb * sizeof(double))
+        try:
+            for j in range(nd):
+                W[j], D[j], K[j] = dem[j]
+            for j in range(nb):
+                F[j] = self.blv[idx + j]
+            lo = st.lat0[r]
+            hlo = self._h(lo, W, D, K, nd, F, nb, pos, base, cap, r)
+            if hlo <= 0:
+                lat = lo
+            else:
+                hi = 2.0 * lo
+                hhi = self._h(hi, W, D, K, nd, F, nb, pos, base, cap, r)
+                for it in range(200):
+                    if hhi < 0:
+                        break
+                    lo, hlo = hi, hhi
+                    hi *= 2.0
+                    hhi = self._h(hi, W, D, K, nd, F, nb, pos, base, cap, r)
+                if hhi == INF or hhi >= 0:
+                    lat = hi
+                else:
+                    side = 0
+                    for it in range(100):
+                        if hhi != hlo and hlo != INF:
+                            x = (lo * hhi - hi * hlo) / (hhi - hlo)
+                        else:
+                            x = 0.5 * (lo + hi)
+                        if not (lo < x < hi):
+                            x = 0.5 * (lo + hi)
+                        hx = self._h(x, W, D, K, nd, F, nb, pos, base, cap, r)
+                        if hx > 0:
+                            lo, hlo = x, hx
+                            if side == 1:
+                                hhi *= 0.5
+                            side = 1
+                        else:
+                            hi, hhi = x, hx
+                            if side == -1:
+                                hlo *= 0.5
+                            side = -1
+                        if hi - lo <= 1e-12 * hi:
+                            break
+                    lat = hi
+        finally:
+            free(W)
+            free(D)
+            free(K)
+            free(F)
+        if len(self.memo) > 100_000:
+            self.memo.clear()
+        self.memo[key] = lat
+        return lat
+
+    cdef double _h(self, double lat, double *W, double *D, double *K, int nd, double *F, int nb, int pos,
+                   double base, double cap, int r):
+        # flows[lv] = base + sum(min(d, w / lat) * k ...); policy latency(flows) - lat
+        cdef double s = 0.0, v, tot = 0.0
+        cdef int j
+        for j in range(nd):
+            v = W[j] / lat
+            s = s + (v if v < D[j] else D[j]) * K[j]
+        for j in range(nb):
+            tot = tot + ((base + s) if j == pos else F[j])
+        return _latency(self.st.lat0[r], self.st.serv[r], tot / cap) - lat
+
+    # ---- one event (Allocator.allocate, _groups, _allocate_memo) ----------------------------------
+    cdef void _allocate_all(self) except *:
+        cdef Static st = self.st
+        cdef int na = self.na, k, i, li, r, r0, g, ng, p
+        cdef int *act = self.active
+        if na >= SPLIT_MIN:
+            self.stamp += 1
+            p = self.stamp
+            # union-find over the resources the active ops name
+            for k in range(na):
+                i = act[k]
+                r0 = st.dem_r[st.dem_off[i]]
+                if self.par_st[r0] != p:
+                    self.par_st[r0] = p
+                    self.parent[r0] = r0
+                while self.parent[r0] != r0:
+                    r0 = self.parent[r0]
+                for li in range(st.dem_off[i] + 1, st.dem_off[i + 1]):
+                    r = st.dem_r[li]
+                    if self.par_st[r] != p:
+                        self.par_st[r] = p
+                        self.parent[r] = r
+                    while self.parent[r] != r:
+                        r = self.parent[r]
+                    if r != r0:
+                        self.parent[r] = r0
+            # groups, in the order of their first op in ``act``; ops in the order of ``act``
+            ng = 0
+            for k in range(na):
+                r = st.dem_r[st.dem_off[act[k]]]
+                while self.parent[r] != r:
+                    r = self.parent[r]
+                if self.root_st[r] != p:
+                    self.root_st[r] = p
+                    self.root_g[r] = ng
+                    self.grp_off[ng] = 0
+                    ng += 1
+                self.gid[k] = self.root_g[r]
+                self.grp_off[self.root_g[r]] += 1
+            if ng > 1:
+                # counts -> offsets, then place the ops
+                r = 0
+                for g in range(ng):
+                    k = self.grp_off[g]
+                    self.grp_off[g] = r
+                    r += k
+                self.grp_off[ng] = r
+                for k in range(na):
+                    g = self.gid[k]
+                    self.grp_ops[self.grp_off[g]] = act[k]
+                    self.grp_off[g] += 1
+                # (offsets moved to each group's end: recover the starts)
+                for g in range(ng - 1, 0, -1):
+                    self.grp_off[g] = self.grp_off[g - 1]
+                self.grp_off[0] = 0
+                for g in range(ng):
+                    self._allocate_memo(self.grp_ops + self.grp_off[g], self.grp_off[g + 1] - self.grp_off[g])
+                return
+        self._allocate_memo(act, na)
+
+    cdef void _allocate_memo(self, int *act, int na) except *:
+        cdef list sig = self.sig
+        cdef int k, i
+        if na == 1:
+            key = sig[act[0]]
+        elif na == 2:
+            a, b = sig[act[0]], sig[act[1]]
+            key = (a, b) if a <= b else (b, a)
+        else:
+            key = tuple(sorted([sig[act[k]] for k in range(na)]))
+        hit = self.amemo.get(key)
+        if hit is not None:
+            for k in range(na):
+                i = act[k]
+                self.rate[i] = hit[sig[i]]
+            return
+        fkey = (self.st.rkey, *[sig[act[k]] for k in range(na)])
+        got = self.fills.get(fkey)
+        if got is None:
+            self._allocate(act, na)
+            if len(self.fills) > 200_000:
+                self.fills.clear()
+            self.fills[fkey] = [self.rate[act[k]] for k in range(na)]
+        else:
+            for k in range(na):
+                self.rate[act[k]] = got[k]
+        if len(self.amemo) > 100_000:
+            self.amemo.clear()
+        self.amemo[key] = {sig[act[k]]: self.rate[act[k]] for k in range(na)}
+
+    # ---- the run ---------------------------------------------------------------------------------
+    cdef object _run(self):
+        cdef Static st = self.st
+        cdef int n = self.n, i, k, nd, nk
+        cdef long long seq = 0
+        cdef long events = 0
+        cdef double dt, t, t_next, ri, left
+        cdef bint dirty
+        for i in range(n):
+            self.indeg[i] = st.indeg0[i]
+            self.start[i] = self.end[i] = float("nan")
+            self.remaining[i] = 1.0
+            self.rate[i] = 0.0
+        self.na = 0
+        self.heap_n = 0
+        self.whead = self.wtail = 0
+        self.now = 0.0
+        for k in range(st.nfirst):
+            self.work[self.wtail] = st.first[k] << 2
+            self.wtail += 1
+        dirty = self._process(&seq)
+        while self.na or self.heap_n:
+            if dirty and self.na:
+                self._allocate_all()
+            dirty = False
+            dt = INF
+            for k in range(self.na):
+                i = self.active[k]
+                ri = self.rate[i]
+                if ri > 0:
+                    t = self.remaining[i] / ri
+                    if t < dt:
+                        dt = t
+            t_next = self.now + dt
+            if self.heap_n and self.heap_t[0] < t_next:
+                t_next = self.heap_t[0]
+                dt = t_next - self.now
+            if dt == INF:
+                return None  # a deadlock: the Python engine reruns it and names it
+            nd = nk = 0
+            for k in range(self.na):
+                i = self.active[k]
+                left = self.remaining[i] - self.rate[i] * dt
+                self.remaining[i] = left
+                if left <= EPS:
+                    self.done[nd] = i
+                    nd += 1
+                else:
+                    self.keep[nk] = i
+                    nk += 1
+            self.now = t_next
+            events += 1
+            if nd:
+                for k in range(nk):
+                    self.active[k] = self.keep[k]
+                self.na = nk
+                for k in range(nd):
+                    self.work[self.wtail] = self.done[k] << 2 | 2
+                    self.wtail += 1
+                dirty = True
+            while self.heap_n and self.heap_t[0] <= self.now:
+                self.work[self.wtail] = self._hpop() << 2 | 1
+                self.wtail += 1
+            if self.whead < self.wtail and self._process(&seq):
+                dirty = True
+        start = [self.start[i] for i in range(n)]
+        end = [self.end[i] for i in range(n)]
+        for i in range(n):
+            if self.end[i] != self.end[i]:
+                return None  # unfinished ops: the Python engine names them
+        return start, end, events
+
+
+def run(Static st, dict fills):
+    """``(start, end, events)`` of a run, or None when it cannot finish (rerun it in Python)."""
+    return Run(st, fills)._run()

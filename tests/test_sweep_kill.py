@@ -14,7 +14,7 @@ import pytest
 from t3.experiments.sweep import Store, execute, load_spec
 from t3.experiments.sweep.store import TIMING_COLUMNS
 
-N_BW = 300  # x 2 configs x 2 TP degrees = 1200 points of ~1 ms: a few seconds on one core
+N_BW = 1500  # x 2 configs x 2 TP degrees = 6000 points of under 1 ms each: seconds on one core
 TIMEOUT_S = 60
 
 

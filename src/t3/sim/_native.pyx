@@ -86,24 +86,28 @@ cdef class Static:
         free(self.serv)
 
 
-def prepare(sched, list children, list xmax, alloc):
-    """The schedule's :class:`Static`, or None when the Python engine must run it (a policy other than
-    the default, callbacks, semaphores, too many priority levels). ``children``, ``xmax`` and
-    ``alloc`` (signatures, resource key) are the Python engine's (``t3.sim.engine._static``)."""
+def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
+    """The schedule's :class:`Static`, or None when the Python engine must run it (callbacks,
+    semaphores, too many priority levels; the caller checks that every resource has the default
+    policy). What it derives is what ``t3.sim.engine._static`` and :class:`Allocator` derive (children,
+    static maximum rates, per-op preparation), and the signatures and resource key are numbered in the
+    same process-wide tables (``sigs``, ``rkeys``) with the same counters, so the memoised fillings
+    are shared with the Python engine."""
     cdef Static st
-    cdef int n, nres, i, k, r, nd, nm, nk
-    cdef double x, a, w, rd, c0, v
+    cdef int n, nres, i, k, r, nd, nk, lk, q, dup, p, p1, pm
+    cdef double x, a, w, rd, c0, v, c
     ops = sched.ops
     res = sched.resources
-    if sched.semaphores or alloc.rkey is None:
+    if sched.semaphores:
         return None
     prios = set()
-    nd = nk = nm = 0
+    nd = nk = 0
     for op in ops:
         if op.on_start is not None or op.on_finish is not None or op.acquire or op.release:
             return None
         prios.add(op.prio)
         nd += len(op.demands)
+        nk += len(op.deps)
     if len(prios) > MAX_LEVELS:
         return None
     n = len(ops)
@@ -130,6 +134,7 @@ def prepare(sched, list children, list xmax, alloc):
     st.window = <double*>_alloc(n * sizeof(double))
     st.delay = <double*>_alloc(n * sizeof(double))
     st.kid_off = <int*>_alloc((n + 1) * sizeof(int))
+    st.kids = <int*>_alloc(nk * sizeof(int))
     st.indeg0 = <int*>_alloc(n * sizeof(int))
     st.cap = <double*>_alloc(nres * sizeof(double))
     st.is_mem = <char*>_alloc(nres * sizeof(char))
@@ -137,74 +142,130 @@ def prepare(sched, list children, list xmax, alloc):
     st.lat0 = <double*>_alloc(nres * sizeof(double))
     st.serv = <double*>_alloc(nres * sizeof(double))
     st.any_mem = 0
+    caps_l = []
+    timings = []
     for r in range(nres):
         rs = res[r]
+        caps_l.append(rs.capacity)
         st.cap[r] = rs.capacity
         t = rs.timing
+        timings.append(t)
         st.is_mem[r] = t is not None
         if t is not None:
             st.any_mem = 1
             st.turn[r], st.lat0[r], st.serv[r] = t.turnaround, t.latency_s, t.service_s
         else:
             st.turn[r] = st.lat0[r] = st.serv[r] = 0.0
-    # demands, the first filling's demands (closed streams' memory left out) and memory parts, as
-    # Allocator._prep computes them
-    cdef int p = 0, p1 = 0, pm = 0
+    # the resource key (Allocator.__init__): capacities and memory timings, numbered process-wide
+    rt = tuple(zip(caps_l, timings, strict=True))
+    rk = rkeys.get(rt)
+    if rk is None:
+        if len(rkeys) > 10_000:
+            rkeys.clear()  # numbers go on: one held by a live allocator is never given again
+        rk = rkeys[rt] = next(rkey_numbers)
+    st.rkey = rk
+    if len(sigs) > 1_000_000:
+        sigs.clear()  # (as Allocator.__init__)
+    sig = []
+    # children: counts, offsets, then every op's id under each of its deps, in op order
+    for i in range(n + 1):
+        st.kid_off[i] = 0
+    for op in ops:
+        for d in op.deps:
+            st.kid_off[<int>d + 1] += 1
     for i in range(n):
-        op = ops[i]
-        st.dem_off[i], st.dem1_off[i], st.mem_off[i] = p, p1, pm
-        x = xmax[i]
-        st.xmax[i] = x
-        st.prio[i] = op.prio
-        st.window[i] = op.window
-        st.delay[i] = op.delay_s
-        st.indeg0[i] = len(op.deps)
-        dem = op.demands
-        st.uniq[i] = len({rr for rr, _ in dem}) == len(dem)
-        wr = dict(op.writes) if op.writes else {}
-        c0 = x
-        for rr, aa in dem:
-            r = rr
-            a = aa
-            st.dem_r[p], st.dem_a[p], st.xdem_a[p] = r, a, x * a
-            p += 1
-            closed = False
-            if st.is_mem[r]:
-                w = wr.get(r, 0.0)
-                closed = op.window > 0 and st.lat0[r] > 0 and a - w > 0
-                st.mem_r[pm], st.mem_a[pm], st.mem_w[pm], st.mem_closed[pm] = r, a, w, closed
-                pm += 1
-                if closed:
-                    rd = a - w
-                    v = op.window / (st.lat0[r] * rd)
-                    if v < c0:
-                        c0 = v
-            if not closed:
-                st.dem1_r[p1], st.dem1_a[p1], st.xdem1_a[p1] = r, a, x * a
-                p1 += 1
-        st.cap0[i] = c0
-    st.dem_off[n], st.dem1_off[n], st.mem_off[n] = p, p1, pm
-    nk = 0
-    for kid in children:
-        if kid is not None:
-            nk += len(kid)
-    st.kids = <int*>_alloc(nk * sizeof(int))
-    k = 0
-    for i in range(n):
-        st.kid_off[i] = k
-        kid = children[i]
-        if kid is not None:
-            for c in kid:
-                st.kids[k] = c
-                k += 1
-    st.kid_off[n] = k
-    firsts = [i for i, op in enumerate(ops) if not op.deps]
+        st.kid_off[i + 1] += st.kid_off[i]
+    cdef int *fill = <int*>_alloc(n * sizeof(int))
+    try:
+        for i in range(n):
+            fill[i] = st.kid_off[i]
+        firsts = []
+        # per op: static maximum rate (t3.sim.engine._static), signature (Allocator.__init__) and the
+        # demands, first-filling demands and memory parts (Allocator._prep)
+        p = p1 = pm = 0
+        for i in range(n):
+            op = ops[i]
+            deps = op.deps
+            st.indeg0[i] = len(deps)
+            if not deps:
+                firsts.append(i)
+            for d in deps:
+                st.kids[fill[<int>d]] = i
+                fill[<int>d] += 1
+            st.dem_off[i], st.dem1_off[i], st.mem_off[i] = p, p1, pm
+            st.prio[i] = op.prio
+            st.window[i] = op.window
+            st.delay[i] = op.delay_s
+            dem = op.demands
+            for rr, aa in dem:
+                st.dem_r[p] = rr
+                st.dem_a[p] = aa
+                p += 1
+            nd = p - st.dem_off[i]
+            k = st.dem_off[i]
+            lk = op.like
+            if lk >= 0:  # a copy: the same demands, caps, priority, window and writes (Op.like)
+                x = st.xmax[lk]
+                sig.append(sig[lk])
+            else:
+                x = INF
+                for q in range(k, p):
+                    v = st.cap[st.dem_r[q]] / st.dem_a[q]
+                    if v < x:
+                        x = v
+                for rr, cc in op.caps:
+                    r = rr
+                    # dict(dem)[r]: the last demand on r
+                    for q in range(p - 1, k - 1, -1):
+                        if st.dem_r[q] == r:
+                            v = cc / st.dem_a[q]
+                            if v < x:
+                                x = v
+                            break
+                content = (op.prio, x, op.window, *dem, None, *op.writes)
+                sg = sigs.get(content)
+                if sg is None:
+                    sg = sigs[content] = next(sig_numbers)
+                sig.append(sg)
+            st.xmax[i] = x
+            dup = 0
+            for q in range(k, p):
+                for r in range(k, q):
+                    if st.dem_r[r] == st.dem_r[q]:
+                        dup = 1
+            st.uniq[i] = not dup
+            writes = op.writes
+            c0 = x
+            for q in range(k, p):
+                r = st.dem_r[q]
+                a = st.dem_a[q]
+                st.xdem_a[q] = x * a
+                closed = False
+                if st.is_mem[r]:
+                    w = 0.0  # dict(op.writes).get(r, 0.0): the last write on r
+                    for rr, ww in writes:
+                        if rr == r:
+                            w = ww
+                    closed = op.window > 0 and st.lat0[r] > 0 and a - w > 0
+                    st.mem_r[pm], st.mem_a[pm], st.mem_w[pm], st.mem_closed[pm] = r, a, w, closed
+                    pm += 1
+                    if closed:
+                        rd = a - w
+                        v = op.window / (st.lat0[r] * rd)
+                        if v < c0:
+                            c0 = v
+                if not closed:
+                    st.dem1_r[p1], st.dem1_a[p1], st.xdem1_a[p1] = r, a, x * a
+                    p1 += 1
+            st.cap0[i] = c0
+        st.dem_off[n], st.dem1_off[n], st.mem_off[n] = p, p1, pm
+    finally:
+        free(fill)
     st.nfirst = len(firsts)
     st.first = <int*>_alloc(st.nfirst * sizeof(int))
     for k in range(st.nfirst):
         st.first[k] = firsts[k]
-    st.sig = list(alloc.sig)
-    st.rkey = alloc.rkey
+    st.sig = sig
     return st
 
 

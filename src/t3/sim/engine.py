@@ -154,12 +154,15 @@ class Engine:
         static = sched.__dict__.get("_engine_static")
         if static is None:
             static = sched.__dict__["_engine_static"] = _static(sched)
-        cap, children, xmax, first, alloc, nat = static
+        nat = static[5]
         if nat is not None and self.native and not self.trace and self.rng is None and not self.jitter:
             out = _native.run(nat, _FILLS)
             if out is not None:  # (None: it cannot finish; the Python loop below names the deadlock)
                 start, end, events = out
                 return Result(sched, start, end, max(end, default=0.0), events, None, {})
+        if static[0] is None:  # prepared for the compiled core only: the Python loop's part now
+            static = sched.__dict__["_engine_static"] = (*_static(sched, native=False)[:5], nat)
+        cap, children, xmax, first, alloc, _ = static
         indeg = [len(op.deps) for op in ops]
         start = [math.nan] * n
         end = [math.nan] * n
@@ -337,10 +340,17 @@ class Engine:
         Allocator(ops, xmax, cap, policies, [None] * len(cap)).allocate(active, rate)
 
 
-def _static(sched: Schedule) -> tuple:
+def _static(sched: Schedule, native: bool = True) -> tuple:
     """What a run of ``sched`` needs that depends on the schedule only: capacities, children of every
-    op, static maximum rates, the ops ready at time 0 (work items) and an allocator whose per-op
-    preparation is shared by every run (a schedule is not modified once run)."""
+    op, static maximum rates, the ops ready at time 0 (work items), an allocator whose per-op
+    preparation is shared by every run (a schedule is not modified once run), and the compiled core's
+    preparation (None where it does not run the schedule). When the core covers the schedule (and
+    ``native``), only its preparation is made (the other items are None until a Python run needs them)."""
+    nat = None
+    if native and _native is not None and all(_plain(r.policy) for r in sched.resources):
+        nat = _native.prepare(sched, _SIGS, _SIG_NUMBERS, _RKEYS, _RKEY_NUMBERS)
+        if nat is not None:
+            return None, None, None, None, None, nat
     ops, res = sched.ops, sched.resources
     n = len(ops)
     inf = math.inf
@@ -378,7 +388,6 @@ def _static(sched: Schedule) -> tuple:
     alloc = Allocator(
         ops, xmax, cap, [r.policy for r in res], [r.timing for r in res], [op.like for op in ops]
     )
-    nat = _native.prepare(sched, children, xmax, alloc) if _native is not None else None
     return cap, children, xmax, first, alloc, nat
 
 

@@ -1,25 +1,53 @@
-"""Builds the compiled engine core (:mod:`t3.sim._native`) from its Cython source; everything else
-is in pyproject.toml. The extension is optional: without a C compiler the install goes on and the
-engine runs in pure Python (same results, bit for bit; ``t3 --version`` says which one runs). The
-source's sha256 is compiled in, so a core older than its source is never used
-(:func:`t3.sim.engine._load_native`)."""
+"""Builds the compiled modules; everything else is in pyproject.toml.
+
+- the engine's core, :mod:`t3.sim._native`, from its Cython source (``src/t3/sim/_native.pyx``); its
+  sha256 is compiled in, so a core built from another version of the source is never used
+  (:func:`t3.sim.engine._load_native`);
+- the modules of :data:`t3._compiled.COMPILED` (schedule building, GEMM planning, the FiCCO
+  selectors), compiled by Cython from their unchanged Python source: same code, same results; one
+  older than its source is skipped for the source (:mod:`t3._compiled`).
+
+Every extension is optional: without a C compiler the install still succeeds and everything runs in
+pure Python (same results, bit for bit, slower); ``t3 --version`` says which engine runs.
+"""
 
 import hashlib
+import os
+import re
 from pathlib import Path
 
 from setuptools import Extension, setup
 
-SOURCE = "src/t3/sim/_native.pyx"
+ROOT = Path(__file__).parent
+CORE = "src/t3/sim/_native.pyx"
+
+
+def compiled() -> list[str]:
+    """:data:`t3._compiled.COMPILED`, read from its source (the package is not importable here)."""
+    text = (ROOT / "src/t3/_compiled.py").read_text()
+    block = re.search(r"COMPILED = \(([^)]*)\)", text)
+    if block is None:
+        raise SystemExit("setup.py: COMPILED not found in src/t3/_compiled.py")
+    return re.findall(r'"(t3[\w.]+)"', block.group(1))
 
 
 def extensions() -> list:
     from Cython.Build import cythonize  # a build requirement (pyproject.toml)
 
-    sha = hashlib.sha256((Path(__file__).parent / SOURCE).read_bytes()).hexdigest()[:16]
-    ext = Extension(
-        "t3.sim._native", [SOURCE], optional=True, define_macros=[("T3_NATIVE_SOURCE", f'"{sha}"')]
+    sha = hashlib.sha256((ROOT / CORE).read_bytes()).hexdigest()[:16]
+    core = Extension(
+        "t3.sim._native", [CORE], optional=True, define_macros=[("T3_NATIVE_SOURCE", f'"{sha}"')]
     )
-    return cythonize([ext], language_level=3, quiet=True)
+    mods = [Extension(m, ["src/" + m.replace(".", "/") + ".py"], optional=True) for m in compiled()]
+    # plain Python semantics for the .py modules: no C type from an annotation or inferred for a local
+    # (every value stays a Python object: an int stays an int, None stays None), functions bind as
+    # Python functions (introspection, pickling by reference)
+    py = {"binding": True, "annotation_typing": False, "infer_types": False}
+    return [
+        *cythonize([core], language_level=3, quiet=True),
+        *cythonize(mods, language_level=3, quiet=True, compiler_directives=py),
+    ]
 
 
-setup(ext_modules=extensions())
+if __name__ == "__main__":  # (as pip runs it; tests import compiled())
+    setup(ext_modules=extensions(), options={"build_ext": {"parallel": os.cpu_count() or 1}})

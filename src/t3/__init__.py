@@ -9,6 +9,10 @@ schedule vocabulary. The runtime lives in :mod:`t3.runtime` (needs torch).
 
 __version__ = "0.1.0"
 
+from t3 import _compiled  # noqa: E402
+
+_compiled.install()  # before any compiled module is imported: a stale one runs from source
+
 from t3.api import run  # noqa: E402
 from t3.config.hardware import load_hardware  # noqa: E402
 from t3.schedules import CONFIGS, RunOptions  # noqa: E402

@@ -1,0 +1,76 @@
+"""Modules compiled by ``pip install`` (Cython, from their unchanged Python source; ``setup.py``
+lists them): the same code and the same results, faster. A compiled module is used only while it is
+newer than its source; an older one (the source was edited, or checked out, since the build) is
+skipped for the source, with a warning, so an edit always counts. ``T3_ENGINE=python`` runs every
+module from source (and the engine in Python: :mod:`t3.sim.engine`)."""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import warnings
+from pathlib import Path
+
+# (the list setup.py compiles; t3.sim._native, the engine's core, has a Cython source of its own)
+COMPILED = (
+    "t3.sim.schedule",
+    "t3.schedules.base",
+    "t3.schedules.ficco",
+    "t3.ops.gemm",
+    "t3.ops.collectives",
+    "t3.ficco.space",
+    "t3.ficco.losses",
+    "t3.ficco.pipeline",
+    "t3.ficco.select",
+    "t3.ficco.learned",
+)
+
+
+class SourceWhenStale(importlib.abc.MetaPathFinder):
+    """Imports a module of :data:`COMPILED` from its ``.py`` when its compiled file is older than the
+    source, or when ``T3_ENGINE=python``; otherwise leaves the import to the usual finders (which
+    prefer the compiled file)."""
+
+    def find_spec(self, name, path, target=None):
+        if name not in COMPILED or not path:
+            return None
+        leaf = name.rpartition(".")[2]
+        for d in path:
+            src = Path(d) / f"{leaf}.py"
+            if not src.is_file():
+                continue
+            built = [
+                p for s in importlib.machinery.EXTENSION_SUFFIXES if (p := Path(d) / f"{leaf}{s}").is_file()
+            ]
+            if not built:
+                return None
+            if os.environ.get("T3_ENGINE") != "python":
+                if built[0].stat().st_mtime_ns >= src.stat().st_mtime_ns:
+                    return None
+                warnings.warn(
+                    f"{built[0].name} is older than {src.name}: {name} runs from source (slower, same "
+                    "results); rebuild it with `pip install -e .`",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+            return importlib.util.spec_from_file_location(name, src)
+        return None
+
+
+def install() -> None:
+    """Put :class:`SourceWhenStale` first on ``sys.meta_path`` (once)."""
+    if not any(isinstance(f, SourceWhenStale) for f in sys.meta_path):
+        sys.meta_path.insert(0, SourceWhenStale())
+
+
+def compiled_modules() -> list[str]:
+    """The modules of :data:`COMPILED` that run compiled in this process (imported ones only)."""
+    out = []
+    for m in COMPILED:
+        mod = sys.modules.get(m)
+        if mod is not None and not str(getattr(mod, "__file__", "")).endswith(".py"):
+            out.append(m)
+    return out

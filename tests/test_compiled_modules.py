@@ -1,0 +1,83 @@
+"""The modules compiled from their Python source (:mod:`t3._compiled`): built and used after
+``pip install -e .``; one older than its source is skipped for the source, with a warning;
+``T3_ENGINE=python`` runs every module from source; setup.py compiles exactly the listed modules.
+(Their results equal the source's: the same code; the docs records and the oracle tests run on them.)"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from t3 import _compiled
+
+ROOT = Path(__file__).resolve().parents[1]
+FORCED_PYTHON = os.environ.get("T3_ENGINE") == "python"
+
+
+def test_setup_compiles_the_listed_modules():
+    spec = importlib.util.spec_from_file_location("t3_setup", ROOT / "setup.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # (setup() runs only as __main__)
+    assert mod.compiled() == list(_compiled.COMPILED)
+    for m in _compiled.COMPILED:
+        assert (ROOT / "src" / (m.replace(".", "/") + ".py")).is_file(), m
+
+
+def test_the_listed_modules_run_compiled():
+    if FORCED_PYTHON:
+        pytest.skip("T3_ENGINE=python")
+    for m in _compiled.COMPILED:
+        importlib.import_module(m)
+    assert _compiled.compiled_modules() == list(_compiled.COMPILED), (
+        "compiled modules missing or stale: `pip install -e .` builds them (it needs a C compiler)"
+    )
+
+
+def _fake(tmp_path: Path, so_newer: bool) -> tuple[Path, Path]:
+    src = tmp_path / "space.py"
+    built = tmp_path / f"space{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+    src.write_text("X = 1\n")
+    built.write_bytes(b"")
+    old, new = 1_000_000_000, 1_000_000_100
+    os.utime(src, ns=(0, (old if so_newer else new) * 10**9))
+    os.utime(built, ns=(0, (new if so_newer else old) * 10**9))
+    return src, built
+
+
+def test_a_compiled_module_newer_than_its_source_is_left_to_the_usual_import(tmp_path, monkeypatch):
+    monkeypatch.delenv("T3_ENGINE", raising=False)
+    _fake(tmp_path, so_newer=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _compiled.SourceWhenStale().find_spec("t3.ficco.space", [str(tmp_path)]) is None
+
+
+def test_a_stale_compiled_module_runs_from_source_with_a_warning(tmp_path, monkeypatch):
+    monkeypatch.delenv("T3_ENGINE", raising=False)
+    src, _ = _fake(tmp_path, so_newer=False)
+    with pytest.warns(RuntimeWarning, match="older than space.py"):
+        spec = _compiled.SourceWhenStale().find_spec("t3.ficco.space", [str(tmp_path)])
+    assert spec is not None and spec.origin == str(src)
+    # a module not in the list is never redirected
+    assert _compiled.SourceWhenStale().find_spec("t3.ficco.other", [str(tmp_path)]) is None
+
+
+def test_t3_engine_python_runs_every_module_from_source(tmp_path, monkeypatch):
+    monkeypatch.setenv("T3_ENGINE", "python")
+    src, _ = _fake(tmp_path, so_newer=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spec = _compiled.SourceWhenStale().find_spec("t3.ficco.space", [str(tmp_path)])
+    assert spec is not None and spec.origin == str(src)
+    code = "import t3.experiments.reproduce_ficco; from t3._compiled import compiled_modules; print(compiled_modules())"
+    p = subprocess.run([sys.executable, "-c", code], env={**os.environ, "T3_ENGINE": "python"},
+                       capture_output=True, text=True)  # fmt: skip
+    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stderr

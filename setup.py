@@ -4,8 +4,9 @@
   sha256 is compiled in, so a core built from another version of the source is never used
   (:func:`t3.sim.engine._load_native`);
 - the modules of :data:`t3._compiled.COMPILED` (schedule building, GEMM planning, the FiCCO
-  selectors), compiled by Cython from their unchanged Python source: same code, same results; one
-  older than its source is skipped for the source (:mod:`t3._compiled`).
+  selectors), compiled by Cython from their unchanged Python source: same code, same results; the
+  sha256 of the source goes beside each compiled file, and one built from another version of its
+  source is skipped for the source (:mod:`t3._compiled`).
 
 Every extension is optional: without a C compiler the install still succeeds and everything runs in
 pure Python (same results, bit for bit, slower); ``t3 --version`` says which engine runs.
@@ -17,9 +18,11 @@ import re
 from pathlib import Path
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).parent
 CORE = "src/t3/sim/_native.pyx"
+SOURCES: dict[str, str] = {}  # module -> sha256 of the .py it was compiled from (read before cythonize)
 
 
 def compiled() -> list[str]:
@@ -38,7 +41,11 @@ def extensions() -> list:
     core = Extension(
         "t3.sim._native", [CORE], optional=True, define_macros=[("T3_NATIVE_SOURCE", f'"{sha}"')]
     )
-    mods = [Extension(m, ["src/" + m.replace(".", "/") + ".py"], optional=True) for m in compiled()]
+    mods = []
+    for m in compiled():
+        src = "src/" + m.replace(".", "/") + ".py"
+        SOURCES[m] = hashlib.sha256((ROOT / src).read_bytes()).hexdigest()
+        mods.append(Extension(m, [src], optional=True))
     # plain Python semantics for the .py modules: no C type from an annotation or inferred for a local
     # (every value stays a Python object: an int stays an int, None stays None), functions bind as
     # Python functions (introspection, pickling by reference)
@@ -49,5 +56,33 @@ def extensions() -> list:
     ]
 
 
+class BuildExt(build_ext):
+    """Writes beside each compiled module the sha256 of the source it was compiled from (read by
+    :func:`t3._compiled.stale`), once the module is built (an extension that fails to build, they are
+    optional, gets none); an editable install copies it into the source tree with the module."""
+
+    def build_extension(self, ext):
+        super().build_extension(ext)
+        if ext.name in SOURCES:
+            digest(Path(self.get_ext_fullpath(ext.name))).write_text(SOURCES[ext.name] + "\n")
+
+    def copy_extensions_to_source(self):
+        super().copy_extensions_to_source()
+        for ext in self.extensions:
+            name = self.get_ext_filename(ext.name)  # (the module's path under the build directory)
+            built = Path(self.build_lib) / name
+            if ext.name in SOURCES and digest(built).is_file():
+                self.copy_file(str(digest(built)), str(digest(ROOT / "src" / name)), level=self.verbose)
+
+
+def digest(built: Path) -> Path:
+    """The digest file beside a compiled module (as :func:`t3._compiled.digest_path` names it)."""
+    return built.with_name(built.name + ".sha256")
+
+
 if __name__ == "__main__":  # (as pip runs it; tests import compiled())
-    setup(ext_modules=extensions(), options={"build_ext": {"parallel": os.cpu_count() or 1}})
+    setup(
+        ext_modules=extensions(),
+        cmdclass={"build_ext": BuildExt},
+        options={"build_ext": {"parallel": os.cpu_count() or 1}},
+    )

@@ -1,10 +1,13 @@
 """FiCCO speed: `select` latency (a reduced model of the engine, no schedule simulated) and `explore` wall
 time per operator.
 
-Run: PYTHONPATH=src python3 benchmarks/bench_ficco.py [--repeat N] [--quick] [--reproduce] [--phases K]
+Run: PYTHONPATH=src python3 benchmarks/bench_ficco.py [--repeat N] [--quick] [--reproduce [--against-python]]
+     [--phases K]
 Prints a table (medians over N repeats; ``--quick``: the first operator on one preset). ``--reproduce``
 also times the whole ``python3 -m t3 reproduce ficco`` (N runs in a fresh process each, default worker
-count) and prints its median wall time and the size of the JSON and Parquet it writes. ``--phases K``
+count) and prints its median wall time, the size of the JSON and Parquet it writes and a digest of the
+results; ``--against-python`` times it with ``T3_ENGINE=python`` too (pure Python: every module from
+source, the Python engine loop), the runs interleaved, and prints the ratio. ``--phases K``
 runs every K-th case of the reproduction in this process, one after the other, and prints where its CPU
 time goes (building schedules, simulating them, the static selectors, the rest) and by kind of case.
 Not a test: no assertion on time.
@@ -40,11 +43,18 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="the first operator on mi300x-8 only")
     ap.add_argument("--reproduce", action="store_true", help="also time `t3 reproduce ficco` end to end")
     ap.add_argument(
+        "--against-python",
+        action="store_true",
+        help="with --reproduce: also time it with T3_ENGINE=python (pure Python), runs interleaved",
+    )
+    ap.add_argument(
         "--phases", type=int, metavar="K", help="CPU time by phase of every K-th reproduction case"
     )
     a = ap.parse_args()
     if a.repeat < 1:
         ap.error("--repeat must be at least 1")
+    if a.against_python and not a.reproduce:
+        ap.error("--against-python times `t3 reproduce ficco`: give --reproduce too")
     if a.phases is not None:
         if a.phases < 1:
             ap.error("--phases must be at least 1")
@@ -69,30 +79,69 @@ def main() -> None:
                 f"{f.label:40s} {hwn:9s} {1e3 * statistics.median(sel):12.3f} {statistics.median(exs):12.2f} {n:10d}"
             )
     if a.reproduce:
-        reproduce(a.repeat)
+        reproduce(a.repeat, a.against_python)
 
 
-def reproduce(repeat: int) -> None:
-    """Median wall time of ``t3 reproduce ficco`` over ``repeat`` runs, and its output sizes."""
-    walls, sizes = [], {}
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "src"))
+def reproduce(repeat: int, against_python: bool) -> None:
+    """Median wall time of ``t3 reproduce ficco`` over ``repeat`` runs, its output sizes and a digest of its
+    results (``ficco.json`` without its provenance, the Parquet table without its metadata). With
+    ``against_python`` the same command with ``T3_ENGINE=python`` (every module from source, the Python
+    engine loop) runs between them, one after the other, and the ratio of the medians is printed."""
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    builds = {"as installed": dict(os.environ, PYTHONPATH=src)}
+    builds["as installed"].pop("T3_ENGINE", None)
+    if against_python:
+        builds["T3_ENGINE=python"] = dict(os.environ, PYTHONPATH=src, T3_ENGINE="python")
+    walls: dict[str, list[float]] = {b: [] for b in builds}
+    sizes: dict[str, dict[str, int]] = {}
+    digests: dict[str, set[str]] = {b: set() for b in builds}
     for _ in range(repeat):
-        with tempfile.TemporaryDirectory() as tmp:
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "t3", "reproduce", "ficco", "--out", tmp], env=env, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-            walls.append(time.perf_counter() - t0)
-            sizes = {
-                f.name: f.stat().st_size for f in Path(tmp).iterdir() if f.suffix in (".json", ".parquet")
-            }
+        for b, env in builds.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                t0 = time.perf_counter()
+                subprocess.run([sys.executable, "-m", "t3", "reproduce", "ficco", "--out", tmp], env=env,
+                               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                walls[b].append(time.perf_counter() - t0)
+                out = Path(tmp)
+                sizes[b] = {
+                    f.name: f.stat().st_size for f in out.iterdir() if f.suffix in (".json", ".parquet")
+                }
+                digests[b].add(results_digest(out))
     print()
     print(
-        f"{'command':32s} {'runs':>5s} {'wall median (s)':>16s} {'wall min (s)':>13s} {'outputs (MB)':>30s}"
+        f"{'t3 reproduce ficco':20s} {'runs':>5s} {'wall median (s)':>16s} {'wall min (s)':>13s} "
+        f"{'outputs (MB)':>30s} {'results digest':>16s}"
     )
-    out = ", ".join(f"{k} {v / 1e6:.2f}" for k, v in sorted(sizes.items()))
-    print(
-        f"{'t3 reproduce ficco':32s} {repeat:5d} {statistics.median(walls):16.1f} {min(walls):13.1f} {out:>30s}"
-    )
+    for b in builds:
+        out = ", ".join(f"{k} {v / 1e6:.2f}" for k, v in sorted(sizes[b].items()))
+        dig = next(iter(digests[b])) if len(digests[b]) == 1 else "DIFFER"
+        print(
+            f"{b:20s} {repeat:5d} {statistics.median(walls[b]):16.1f} {min(walls[b]):13.1f} {out:>30s} {dig:>16s}"
+        )
+    if against_python:
+        ratio = statistics.median(walls["T3_ENGINE=python"]) / statistics.median(walls["as installed"])
+        same = "the same" if len(digests["as installed"] | digests["T3_ENGINE=python"]) == 1 else "DIFFERENT"
+        print(f"T3_ENGINE=python / as installed: {ratio:.2f}x wall (medians); results {same}")
+
+
+def results_digest(out: Path) -> str:
+    """sha256 (first 12 hex digits) of the results of one reproduction in ``out``: ``ficco.json`` less its
+    provenance (which names the commit and engine), and the Parquet table's columns less the file's metadata."""
+    import hashlib
+    import json
+
+    import pyarrow.parquet as pq
+
+    res = json.loads((out / "ficco.json").read_text())
+    res.pop("provenance", None)
+    h = hashlib.sha256(json.dumps(res, sort_keys=True).encode())
+    for f in sorted(out.glob("*.parquet")):
+        t = pq.read_table(f).replace_schema_metadata(None)
+        h.update(f.name.encode())
+        for name in t.column_names:
+            h.update(name.encode())
+            h.update(json.dumps(t.column(name).to_pylist(), default=str).encode())
+    return h.hexdigest()[:12]
 
 
 def phases(every: int) -> None:

@@ -1,11 +1,14 @@
 """Modules compiled by ``pip install`` (Cython, from their unchanged Python source; ``setup.py``
-lists them): the same code and the same results, faster. A compiled module is used only while it is
-newer than its source; an older one (the source was edited, or checked out, since the build) is
-skipped for the source, with a warning, so an edit always counts. ``T3_ENGINE=python`` runs every
-module from source (and the engine in Python: :mod:`t3.sim.engine`)."""
+lists them): the same code and the same results, faster. Beside each compiled file the build writes
+the sha256 of the source it compiled (``<compiled file>.sha256``); a compiled module is used only
+while its source still has that digest. Otherwise (the source was edited or checked out since the
+build, or the digest is missing) the module runs from source, with a warning, so an edit always
+counts. ``T3_ENGINE=python`` runs every module from source (and the engine in Python:
+:mod:`t3.sim.engine`)."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -30,9 +33,9 @@ COMPILED = (
 
 
 class SourceWhenStale(importlib.abc.MetaPathFinder):
-    """Imports a module of :data:`COMPILED` from its ``.py`` when its compiled file is older than the
-    source, or when ``T3_ENGINE=python``; otherwise leaves the import to the usual finders (which
-    prefer the compiled file)."""
+    """Imports a module of :data:`COMPILED` from its ``.py`` when its compiled file was built from
+    another source (or its digest is missing), or when ``T3_ENGINE=python``; otherwise leaves the import
+    to the usual finders (which prefer the compiled file)."""
 
     def find_spec(self, name, path, target=None):
         if name not in COMPILED or not path:
@@ -48,16 +51,33 @@ class SourceWhenStale(importlib.abc.MetaPathFinder):
             if not built:
                 return None
             if os.environ.get("T3_ENGINE") != "python":
-                if built[0].stat().st_mtime_ns >= src.stat().st_mtime_ns:
+                why = stale(built[0], src)
+                if why is None:
                     return None
                 warnings.warn(
-                    f"{built[0].name} is older than {src.name}: {name} runs from source (slower, same "
-                    "results); rebuild it with `pip install -e .`",
+                    f"{built[0].name} {why}: {name} runs from source (slower, same results); rebuild it "
+                    "with `pip install -e .`",
                     RuntimeWarning,
                     stacklevel=2,
                 )
             return importlib.util.spec_from_file_location(name, src)
         return None
+
+
+def digest_path(built: Path) -> Path:
+    """Where the build writes the sha256 of the source a compiled file was built from."""
+    return built.with_name(built.name + ".sha256")
+
+
+def stale(built: Path, src: Path) -> str | None:
+    """Why the compiled file ``built`` does not stand for ``src`` (None: it does)."""
+    try:
+        want = digest_path(built).read_text().strip()
+    except OSError:
+        return f"has no record of its source ({digest_path(built).name} missing)"
+    if hashlib.sha256(src.read_bytes()).hexdigest() != want:
+        return f"was built from another version of {src.name}"
+    return None
 
 
 def install() -> None:

@@ -57,9 +57,23 @@ def extensions() -> list:
 
 
 class BuildExt(build_ext):
-    """Writes beside each compiled module the sha256 of the source it was compiled from (read by
-    :func:`t3._compiled.stale`), once the module is built (an extension that fails to build, they are
-    optional, gets none); an editable install copies it into the source tree with the module."""
+    """Compiles with IEEE arithmetic as Python does it, and writes beside each compiled module the
+    sha256 of the source it was compiled from (read by :func:`t3._compiled.stale`), once the module
+    is built (an extension that fails to build, they are optional, gets none); an editable install
+    copies it into the source tree with the module."""
+
+    # gcc and clang fuse a*b + c into one fused multiply-add wherever the target has one (aarch64
+    # always, x86-64 with -march=haswell or later): one rounding instead of Python's two, and the
+    # compiled core would no longer equal the Python loop bit for bit (tests/test_native_engine.py
+    # fails so); fast-math (from CFLAGS) would reorder sums likewise
+    IEEE = ["-ffp-contract=off", "-fno-fast-math"]
+
+    def build_extensions(self):
+        if self.compiler.compiler_type == "unix":  # (gcc, clang; MSVC does not contract by default)
+            for ext in self.extensions:
+                ext.extra_compile_args = [*ext.extra_compile_args, *self.IEEE]
+                ext.extra_link_args = [*ext.extra_link_args, *self.IEEE]
+        super().build_extensions()
 
     def build_extension(self, ext):
         super().build_extension(ext)

@@ -13,8 +13,8 @@ pure Python (same results, bit for bit, slower); ``t3 --version`` says which eng
 """
 
 import hashlib
+import importlib.util
 import os
-import re
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -25,13 +25,21 @@ CORE = "src/t3/sim/_native.pyx"
 SOURCES: dict[str, str] = {}  # module -> sha256 of the .py it was compiled from (read before cythonize)
 
 
+def _load():
+    """:mod:`t3._compiled` loaded from its file alone (the package is not importable while it is built;
+    that module needs nothing but the standard library): the list to compile, where digests go."""
+    spec = importlib.util.spec_from_file_location("t3_compiled_list", ROOT / "src/t3/_compiled.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_compiled = _load()
+
+
 def compiled() -> list[str]:
-    """:data:`t3._compiled.COMPILED`, read from its source (the package is not importable here)."""
-    text = (ROOT / "src/t3/_compiled.py").read_text()
-    block = re.search(r"COMPILED = \(([^)]*)\)", text)
-    if block is None:
-        raise SystemExit("setup.py: COMPILED not found in src/t3/_compiled.py")
-    return re.findall(r'"(t3[\w.]+)"', block.group(1))
+    """:data:`t3._compiled.COMPILED`."""
+    return list(_compiled.COMPILED)
 
 
 def extensions() -> list:
@@ -44,7 +52,7 @@ def extensions() -> list:
     mods = []
     for m in compiled():
         src = "src/" + m.replace(".", "/") + ".py"
-        SOURCES[m] = hashlib.sha256((ROOT / src).read_bytes()).hexdigest()
+        SOURCES[m] = _compiled.source_digest(ROOT / src)
         mods.append(Extension(m, [src], optional=True))
     # plain Python semantics for the .py modules: no C type from an annotation or inferred for a local
     # (every value stays a Python object: an int stays an int, None stays None), functions bind as
@@ -78,20 +86,16 @@ class BuildExt(build_ext):
     def build_extension(self, ext):
         super().build_extension(ext)
         if ext.name in SOURCES:
-            digest(Path(self.get_ext_fullpath(ext.name))).write_text(SOURCES[ext.name] + "\n")
+            _compiled.digest_path(Path(self.get_ext_fullpath(ext.name))).write_text(SOURCES[ext.name] + "\n")
 
     def copy_extensions_to_source(self):
         super().copy_extensions_to_source()
         for ext in self.extensions:
             name = self.get_ext_filename(ext.name)  # (the module's path under the build directory)
             built = Path(self.build_lib) / name
-            if ext.name in SOURCES and digest(built).is_file():
-                self.copy_file(str(digest(built)), str(digest(ROOT / "src" / name)), level=self.verbose)
-
-
-def digest(built: Path) -> Path:
-    """The digest file beside a compiled module (as :func:`t3._compiled.digest_path` names it)."""
-    return built.with_name(built.name + ".sha256")
+            if ext.name in SOURCES and _compiled.digest_path(built).is_file():
+                into = _compiled.digest_path(ROOT / "src" / name)
+                self.copy_file(str(_compiled.digest_path(built)), str(into), level=self.verbose)
 
 
 if __name__ == "__main__":  # (as pip runs it; tests import compiled())

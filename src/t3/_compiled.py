@@ -69,13 +69,18 @@ def digest_path(built: Path) -> Path:
     return built.with_name(built.name + ".sha256")
 
 
+def source_digest(src: Path) -> str:
+    """The digest the build records for a source (its sha256, hex)."""
+    return hashlib.sha256(src.read_bytes()).hexdigest()
+
+
 def stale(built: Path, src: Path) -> str | None:
     """Why the compiled file ``built`` does not stand for ``src`` (None: it does)."""
     try:
         want = digest_path(built).read_text().strip()
     except OSError:
         return f"has no record of its source ({digest_path(built).name} missing)"
-    if hashlib.sha256(src.read_bytes()).hexdigest() != want:
+    if source_digest(src) != want:
         return f"was built from another version of {src.name}"
     return None
 

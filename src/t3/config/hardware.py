@@ -70,6 +70,18 @@ class Compute(_Strict):
         " (a copy of c bytes issues 2c, a two-input reduction 3c)",
     )
     kernel_launch_s: float = Field(default=0.0, ge=0, description="launch overhead per kernel")
+    stream_wait_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="an event recorded on one stream and waited on by another: from the record to the start"
+        " of the waiting stream's next kernel, beyond its launch (0 = free)",
+    )
+    flag_latency_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="a flag (signal) stored by a kernel and seen by a kernel polling it on another stream or"
+        " GPU's memory of the same GPU (0 = free)",
+    )
     cu_inflight_bytes: float = Field(
         default=0.0,
         ge=0,
@@ -282,6 +294,12 @@ class Collective(_Strict):
         " traffic reaches (NCCL nvlsEfficiency)",
     )
     nvls_channels: int = Field(default=0, ge=0, description="CUs an NVLS kernel runs on (0 = as channels)")
+    exclusive_cus: bool = Field(
+        default=True,
+        description="a communication kernel's thread blocks (one per channel) occupy their CUs alone for the"
+        " kernel's whole duration, busy or waiting, so concurrent kernels (a GEMM's waves) lose those CUs"
+        " meanwhile; false: its CU work is shared with them in proportion to what each asks",
+    )
 
 
 class Fused(_Strict):

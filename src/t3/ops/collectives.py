@@ -85,21 +85,36 @@ class Executor:
     """Where a collective's data movement runs: a CU kernel of ``cus`` CUs (channels; default: the
     preset's ``collective.channels``) or the DMA engines (reductions still run on CUs)."""
 
-    def __init__(self, kind: str = "cu", cus: int | None = None, name: str = "comm"):
+    def __init__(
+        self, kind: str = "cu", cus: int | None = None, name: str = "comm", exclusive: bool | None = None
+    ):
         if kind not in ("cu", "dma"):
             raise ScheduleError(f"executor: unknown executor '{kind}' (cu, dma)")
         self.kind, self.cus, self.name = kind, cus, name
+        self._exclusive = exclusive
 
     def channels(self, hw: Hardware) -> int:
         """CUs of the kernel: ``cus`` if given, else ``collective.channels`` (0: every CU)."""
         ch = self.cus or hw.collective.channels or hw.compute.cus
         return min(ch, hw.compute.cus)
 
+    def exclusive(self, hw: Hardware) -> bool:
+        """Whether the kernel's thread blocks hold their CUs for its whole duration (a persistent
+        communication kernel: ``collective.exclusive_cus`` unless the executor says otherwise; a library
+        kernel of many short blocks, e.g. a sum over all CUs, does not)."""
+        if self.kind != "cu":
+            return False
+        return hw.collective.exclusive_cus if self._exclusive is None else self._exclusive
+
     def cu_work(self, b: ScheduleBuilder, gpu: int, mem_bytes: float) -> Work:
-        """CU work of ``mem_bytes`` of loads + stores on the kernel's CUs."""
+        """CU work of ``mem_bytes`` of loads + stores on the kernel's CUs: on the GPU's CU pool and the
+        kernel's partition, or, for an exclusive kernel, on its partition alone, whose CUs leave the
+        pool while the kernel runs (:meth:`ScheduleBuilder.partition`)."""
         cu_s = mem_bytes / b.hw.compute.cu_copy_Bps
-        out = [(b.cu(gpu), cu_s)]
         ch = self.channels(b.hw)
+        if self.exclusive(b.hw):
+            return [(b.partition(gpu, self.name, ch, exclusive=True), cu_s)]
+        out = [(b.cu(gpu), cu_s)]
         if ch < b.hw.compute.cus:
             out.append((b.partition(gpu, self.name, ch), cu_s))
         return out
@@ -113,7 +128,7 @@ class Executor:
 
     def reduce_work(self, b: ScheduleBuilder, gpu: int, mem_bytes: float) -> Work:
         """Reductions always run on CUs (DMA engines cannot add)."""
-        ex = self if self.kind == "cu" else Executor("cu", self.cus, self.name)
+        ex = self if self.kind == "cu" else Executor("cu", self.cus, self.name, self._exclusive)
         return ex.cu_work(b, gpu, mem_bytes)
 
     def window(self, hw: Hardware) -> float:

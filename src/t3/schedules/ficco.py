@@ -635,7 +635,7 @@ class _Gen:
         b, n, hw = self.b, self.n, self.hw
         c = self.jbytes(g, "a", "out")
         b.side = "comm"
-        wide = Executor("cu", hw.compute.cus, "reduce")
+        wide = Executor("cu", hw.compute.cus, "reduce", exclusive=False)
         hbm = b.hbm(g)
         b.add(
             g, "rsum", kind="reduce", cat="rs", delay_s=hw.compute.kernel_launch_s,
@@ -657,7 +657,7 @@ class _Gen:
         if prev is not None:
             deps.append((g, f"r{prev}"))  # one reduction stream
         b.side = "comm"
-        wide = Executor("cu", self.hw.compute.cus, "reduce")
+        wide = Executor("cu", self.hw.compute.cus, "reduce", exclusive=False)
         b.add(
             g, f"r{jj}", kind="reduce", cat="rs", delay_s=self.hw.compute.kernel_launch_s,
             work=[(b.hbm(g), n * c), (b.hbm_w(g), c)] + wide.reduce_work(b, g, (n + 1) * c), deps=deps,

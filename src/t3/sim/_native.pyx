@@ -69,6 +69,10 @@ cdef class Static:
     cdef double *turn
     cdef double *lat0
     cdef double *serv
+    cdef int *excl_off  # per op: its exclusive partitions (Resource.parent >= 0), in demand order
+    cdef int *excl_r
+    cdef int *parent  # per resource: Resource.parent
+    cdef int any_excl
     cdef list sig
     cdef object rkey
 
@@ -84,6 +88,9 @@ cdef class Static:
         for p in ps:
             free(p)
         free(self.serv)
+        free(self.excl_off)
+        free(self.excl_r)
+        free(self.parent)
 
 
 def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
@@ -94,7 +101,7 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
     same process-wide tables (``sigs``, ``rkeys``) with the same counters, so the memoised fillings
     are shared with the Python engine."""
     cdef Static st
-    cdef int n, nres, i, k, r, nd, nk, lk, q, dup, p, p1, pm
+    cdef int n, nres, i, k, r, nd, nk, lk, q, dup, p, p1, pm, pe
     cdef double x, a, w, rd, c0, v, c
     ops = sched.ops
     res = sched.resources
@@ -141,6 +148,10 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
     st.turn = <double*>_alloc(nres * sizeof(double))
     st.lat0 = <double*>_alloc(nres * sizeof(double))
     st.serv = <double*>_alloc(nres * sizeof(double))
+    st.excl_off = <int*>_alloc((n + 1) * sizeof(int))
+    st.excl_r = <int*>_alloc(nd * sizeof(int))
+    st.parent = <int*>_alloc(nres * sizeof(int))
+    st.any_excl = 0
     st.any_mem = 0
     caps_l = []
     timings = []
@@ -148,6 +159,9 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
         rs = res[r]
         caps_l.append(rs.capacity)
         st.cap[r] = rs.capacity
+        st.parent[r] = rs.parent
+        if rs.parent >= 0:
+            st.any_excl = 1
         t = rs.timing
         timings.append(t)
         st.is_mem[r] = t is not None
@@ -182,7 +196,7 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
         firsts = []
         # per op: static maximum rate (t3.sim.engine._static), signature (Allocator.__init__) and the
         # demands, first-filling demands and memory parts (Allocator._prep)
-        p = p1 = pm = 0
+        p = p1 = pm = pe = 0
         for i in range(n):
             op = ops[i]
             deps = op.deps
@@ -193,6 +207,11 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
                 st.kids[fill[<int>d]] = i
                 fill[<int>d] += 1
             st.dem_off[i], st.dem1_off[i], st.mem_off[i] = p, p1, pm
+            st.excl_off[i] = pe
+            for rr, aa in op.demands:
+                if st.parent[<int>rr] >= 0:
+                    st.excl_r[pe] = rr
+                    pe += 1
             st.prio[i] = op.prio
             st.window[i] = op.window
             st.delay[i] = op.delay_s
@@ -259,6 +278,7 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
                     p1 += 1
             st.cap0[i] = c0
         st.dem_off[n], st.dem1_off[n], st.mem_off[n] = p, p1, pm
+        st.excl_off[n] = pe
     finally:
         free(fill)
     st.nfirst = len(firsts)
@@ -344,6 +364,12 @@ cdef class Run:
     cdef dict memo
     cdef dict fills
     cdef list sig
+    # exclusive partitions (Engine.run): ops in progress on each, what they hold, the capacities less it
+    cdef int *inuse
+    cdef double *reserved
+    cdef double *capc
+    cdef bint held_changed
+    cdef object hkey
 
     def __cinit__(self, Static st, dict fills):
         cdef int n = st.n, nres = st.nres
@@ -393,10 +419,18 @@ cdef class Run:
         self.root_g = <int*>_alloc(nres * sizeof(int))
         self.root_st = <int*>_alloc(nres * sizeof(int))
         self.gid = <int*>_alloc(n * sizeof(int))
+        self.inuse = <int*>_alloc(nres * sizeof(int))
+        self.reserved = <double*>_alloc(nres * sizeof(double))
+        self.capc = <double*>_alloc(nres * sizeof(double))
         cdef int i
         for i in range(nres):
             self.avail_st[i] = self.load_st[i] = self.sat_st[i] = self.ask_st[i] = 0
             self.par_st[i] = self.root_st[i] = 0
+            self.inuse[i] = 0
+            self.reserved[i] = 0.0
+            self.capc[i] = st.cap[i]
+        self.held_changed = False
+        self.hkey = None
         for i in range(n):
             self.lim_st[i] = 0
         self.stamp = 0
@@ -413,7 +447,7 @@ cdef class Run:
                  self.lim_st, self.buf_a, self.buf_b, self.lvl_ops, self.capm, self.eta, self.ask_t,
                  self.ask_w, self.ask_st, self.ask_order, self.f0, self.f1, self.blv, self.blk, self.bln,
                  self.on_mem, self.grp_ops, self.grp_off, self.parent, self.par_st, self.root_g,
-                 self.root_st, self.gid, NULL, NULL, NULL]
+                 self.root_st, self.gid, self.inuse, self.reserved, self.capc]
         for p in ps:
             free(p)
 
@@ -475,6 +509,12 @@ cdef class Run:
             what = w & 3
             if what == 0:
                 self.start[i] = self.now
+                for k in range(st.excl_off[i], st.excl_off[i + 1]):
+                    c = st.excl_r[k]
+                    self.inuse[c] += 1
+                    if self.inuse[c] == 1:
+                        self.reserved[st.parent[c]] += st.cap[c]
+                        self.held_changed = changed = True
                 d = st.delay[i]
                 if d > 0:
                     self._hpush(self.now + d, seq[0], i)
@@ -492,6 +532,12 @@ cdef class Run:
                     self.wtail += 1
             else:
                 self.end[i] = self.now
+                for k in range(st.excl_off[i], st.excl_off[i + 1]):
+                    c = st.excl_r[k]
+                    self.inuse[c] -= 1
+                    if self.inuse[c] == 0:
+                        self.reserved[st.parent[c]] -= st.cap[c]
+                        self.held_changed = changed = True
                 for k in range(st.kid_off[i], st.kid_off[i + 1]):
                     c = st.kids[k]
                     self.indeg[c] -= 1
@@ -696,11 +742,11 @@ cdef class Run:
                     self.on_mem[nm] = act[k]
                     nm += 1
         if nm == 0:
-            self._fill(act, na, st.cap, False)
+            self._fill(act, na, self.capc, False)
             return
         cdef double *cap = self.capm
         for r in range(self.nres):
-            cap[r] = st.cap[r]
+            cap[r] = self.capc[r]
         # the turnaround of the first filling: the write share of what the ops ask at their caps
         self.stamp += 1
         cdef int sa = self.stamp
@@ -722,7 +768,7 @@ cdef class Run:
             r = self.ask_order[k]
             tot, wtot = self.ask_t[r], self.ask_w[r]
             self.eta[r] = _eta(st.turn[r], wtot / tot) if tot > 0 else 1.0
-            cap[r] = st.cap[r] * self.eta[r]
+            cap[r] = self.capc[r] * self.eta[r]
         self._fill(act, na, cap, True)
         # the first filling's flows per memory resource: total, writes, by level (insertion order)
         for k in range(nask):
@@ -769,7 +815,7 @@ cdef class Run:
             e = _eta(st.turn[r], wflow / flow)
             if abs(e - self.eta[r]) > 1e-3 * self.eta[r]:
                 self.eta[r] = e
-                cap[r] = st.cap[r] * e
+                cap[r] = self.capc[r] * e
                 again = True
             # the levels with closed streams on r, sorted
             nlv = 0
@@ -1006,13 +1052,19 @@ cdef class Run:
             key = (a, b) if a <= b else (b, a)
         else:
             key = tuple(sorted([sig[act[k]] for k in range(na)]))
+        hk = self.hkey
+        if hk is not None:
+            key = (key, hk)
         hit = self.amemo.get(key)
         if hit is not None:
             for k in range(na):
                 i = act[k]
                 self.rate[i] = hit[sig[i]]
             return
-        fkey = (self.st.rkey, *[sig[act[k]] for k in range(na)])
+        if hk is None:
+            fkey = (self.st.rkey, *[sig[act[k]] for k in range(na)])
+        else:
+            fkey = (self.st.rkey, hk, *[sig[act[k]] for k in range(na)])
         got = self.fills.get(fkey)
         if got is None:
             self._allocate(act, na)
@@ -1025,6 +1077,23 @@ cdef class Run:
         if len(self.amemo) > 100_000:
             self.amemo.clear()
         self.amemo[key] = {sig[act[k]]: self.rate[act[k]] for k in range(na)}
+
+    cdef void _hold(self):
+        """Capacities less what exclusive partitions in use hold (Allocator.hold)."""
+        cdef int r
+        cdef double c
+        hk = []
+        for r in range(self.nres):
+            self.capc[r] = self.st.cap[r]
+            if self.reserved[r] != 0.0:
+                hk.append((r, self.reserved[r]))
+        if not hk:
+            self.hkey = None
+            return
+        for r, u in hk:
+            c = self.st.cap[<int>r] - <double>u
+            self.capc[<int>r] = c if c > 0.0 else 0.0
+        self.hkey = tuple(hk)
 
     # ---- the run ---------------------------------------------------------------------------------
     cdef object _run(self):
@@ -1049,6 +1118,9 @@ cdef class Run:
         dirty = self._process(&seq)
         while self.na or self.heap_n:
             if dirty and self.na:
+                if self.held_changed:
+                    self._hold()
+                    self.held_changed = False
                 self._allocate_all()
             dirty = False
             dt = INF

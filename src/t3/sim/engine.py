@@ -185,6 +185,11 @@ class Engine:
         queues: list[deque[int]] = [deque() for _ in range(ns)]
         since: dict[int, float] = {}
         granted = [False] * n
+        # exclusive partitions (Resource.parent): ops in progress on each, and the capacity they hold
+        excl = static_holds(sched)
+        inuse = [0] * len(res) if excl is not None else None
+        reserved = [0.0] * len(res) if excl is not None else None
+        held_changed = False
         levels: list[list[tuple[float, int]]] | None = [[] for _ in range(ns)] if self.trace else None
 
         def fits(i: int) -> bool:
@@ -217,7 +222,7 @@ class Engine:
         heappush, heappop = heapq.heappush, heapq.heappop
 
         def process() -> bool:
-            nonlocal seq
+            nonlocal seq, held_changed
             changed = False
             while work:
                 w = pop()
@@ -234,6 +239,12 @@ class Engine:
                             continue
                         take(i)
                     start[i] = now
+                    if excl is not None and excl[i]:
+                        for r in excl[i]:
+                            inuse[r] += 1
+                            if inuse[r] == 1:
+                                reserved[res[r].parent] += res[r].capacity
+                                held_changed = changed = True
                     if op.on_start is not None:
                         op.on_start()
                     d = op.delay_s
@@ -252,6 +263,12 @@ class Engine:
                         push(w | 2)
                 else:
                     end[i] = now
+                    if excl is not None and excl[i]:
+                        for r in excl[i]:
+                            inuse[r] -= 1
+                            if inuse[r] == 0:
+                                reserved[res[r].parent] -= res[r].capacity
+                                held_changed = changed = True
                     if op.on_finish is not None:
                         op.on_finish()
                     if op.release:
@@ -278,10 +295,14 @@ class Engine:
                                 push(c << 2)
             return changed
 
-        allocate = alloc.fresh().allocate
+        allocator = alloc.fresh()
+        allocate = allocator.allocate
         dirty = process()
         while active or heap:
             if dirty and active:
+                if held_changed:
+                    allocator.hold(reserved)
+                    held_changed = False
                 allocate(active, rate)
             dirty = False
             dt = inf
@@ -391,6 +412,19 @@ def _static(sched: Schedule, native: bool = True) -> tuple:
     return cap, children, xmax, first, alloc, nat
 
 
+def static_holds(sched: Schedule) -> list[tuple[int, ...]] | None:
+    """Per op, the exclusive partitions (:attr:`Resource.parent`) it names, or None when the schedule
+    has none; derived once per schedule."""
+    if "_holds" not in sched.__dict__:
+        res = sched.resources
+        if any(r.parent >= 0 for r in res):
+            h = [tuple(r for r, _ in op.demands if res[r].parent >= 0) for op in sched.ops]
+        else:
+            h = None
+        sched.__dict__["_holds"] = h
+    return sched.__dict__["_holds"]
+
+
 def _snapshot(active, ops, res, rate) -> dict[tuple[int, str], float]:
     """Usage rates by (resource, category) of the active ops (memory: reads and writes apart)."""
     snap: dict[tuple[int, str], float] = {}
@@ -455,6 +489,8 @@ class Allocator:
 
     def __init__(self, ops, xmax, cap, policies, timings, like=None):
         self.ops, self.xmax, self.cap, self.policies, self.timings = ops, xmax, cap, policies, timings
+        self.cap_full = cap  # the resources' capacities; ``cap`` less what running ops hold (:meth:`hold`)
+        self.hkey = None  # what running ops hold, as (resource, units) pairs; None: nothing
         self.like = like  # per op: the id of an earlier op it copies (Op.like), or -1; None: no copies
         n = len(ops)
         self.plain = [_plain(p) for p in policies]
@@ -508,7 +544,22 @@ class Allocator:
         memoised allocations and latencies start empty (they are kept within one run only)."""
         a = copy.copy(self)
         a._memo, a._amemo = {}, {}
+        a.cap, a.hkey = a.cap_full, None
         return a
+
+    def hold(self, reserved: list[float]) -> None:
+        """Capacities less what exclusive partitions in use hold (:attr:`Resource.parent`; whole CUs, so the
+        sums are exact):
+        the fillings see ``capacity - reserved``, never below 0, and are memoised under what is held."""
+        hk = tuple((r, u) for r, u in enumerate(reserved) if u)
+        if not hk:
+            self.cap, self.hkey = self.cap_full, None
+            return
+        cap = list(self.cap_full)
+        for r, u in hk:
+            c = cap[r] - u
+            cap[r] = c if c > 0.0 else 0.0
+        self.cap, self.hkey = cap, hk
 
     def _prep(self, i: int) -> None:
         # every field is computed first and stored with its final value, ``ready`` last: runs of one
@@ -767,6 +818,9 @@ class Allocator:
             key = (a, b) if a <= b else (b, a)
         else:
             key = tuple(sorted([sig[i] for i in active]))
+        hk = self.hkey
+        if hk is not None:
+            key = (key, hk)
         hit = self._amemo.get(key)
         if hit is not None:
             for i in active:
@@ -778,7 +832,7 @@ class Allocator:
         else:
             # the filling is a pure function of the ordered asks and the resources: computed once per
             # process for every schedule that meets the same situation (same rates, bit for bit)
-            fkey = (rk, *[sig[i] for i in active])
+            fkey = (rk, *[sig[i] for i in active]) if hk is None else (rk, hk, *[sig[i] for i in active])
             got = _FILLS.get(fkey)
             if got is None:
                 self._allocate(active, rate)

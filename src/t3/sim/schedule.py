@@ -63,6 +63,10 @@ class Resource:
     gpu: int
     policy: Policy = field(default_factory=Policy)
     timing: HbmTiming | None = None  # a memory resource: turnaround and latency (t3.sim.memory)
+    # an exclusive partition: while any op naming it is in progress (from its start, its delay included,
+    # to its finish) its whole capacity is taken from resource ``parent`` (a kernel's thread blocks hold
+    # their CUs for its whole duration, busy or waiting); -1: an ordinary resource
+    parent: int = -1
 
 
 @dataclass(slots=True)
@@ -121,6 +125,7 @@ class Schedule:
         state = dict(self.__dict__)
         state.pop("_engine_static", None)
         state.pop("_summary_sums", None)
+        state.pop("_holds", None)
         return state
 
     def traffic_per_gpu(self) -> dict[str, float]:
@@ -214,10 +219,21 @@ class ScheduleBuilder:
         ``~index``, that :meth:`add` resolves)."""
         return ~self.hbm(gpu)
 
-    def partition(self, gpu: int, name: str, cus: int) -> int:
-        """A CU partition of ``cus`` CUs owned by kernel ``name`` (ops demand it besides the CU pool)."""
+    def partition(self, gpu: int, name: str, cus: int, exclusive: bool = False) -> int:
+        """A CU partition of ``cus`` CUs owned by kernel ``name``. Ops demand it besides the CU pool; or,
+        ``exclusive``, instead of it: the partition then holds its CUs out of the pool while any op of the
+        kernel is in progress (:attr:`Resource.parent`)."""
         g = self.canon(gpu)
-        return self._resource(f"cus:{g}:{name}", float(cus), "cu-part", g)
+        if cus != int(cus) or cus <= 0:
+            raise ScheduleError(f"partition {name}: cus must be a whole number > 0, got {cus}")
+        known = f"cus:{g}:{name}" in self._res_index
+        idx = self._resource(f"cus:{g}:{name}", float(cus), "cu-part", g)
+        res = self._res[idx]
+        parent = self.cu(gpu) if exclusive else -1
+        if known and (res.capacity != float(cus) or res.parent != parent):
+            raise ScheduleError(f"partition {name}: declared again with other CUs or exclusivity")
+        res.parent = parent
+        return idx
 
     def dma(self, gpu: int) -> int:
         idx = self._known.get(("dma", gpu))

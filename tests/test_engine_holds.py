@@ -1,0 +1,126 @@
+"""Exclusive CU partitions (:attr:`t3.sim.schedule.Resource.parent`): while any op of a kernel that runs on
+one is in progress, its CUs leave the GPU's pool. Checked against closed forms, against the Python engine
+(the compiled core, bit for bit, on random schedules with holds), and through the schedule builder."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import t3.sim.engine as engine
+from t3.config.hardware import load_hardware
+from t3.errors import ScheduleError
+from t3.sim.engine import Engine
+from t3.sim.schedule import Op, Policy, Resource, Schedule, ScheduleBuilder
+
+FORCED_PYTHON = os.environ.get("T3_ENGINE") == "python"
+
+
+def _pool_and_kernel(cus: float, held: float, work: float, kernel_s: float, delay: float = 0.0):
+    """A GEMM-like op wanting every CU (``work`` CU-seconds) beside a kernel of ``held`` exclusive CUs
+    that is busy ``kernel_s`` seconds after a delay ``delay`` (its CU work on its partition alone)."""
+    res = [Resource("cu", cus, "cu", 0), Resource("part", held, "cu-part", 0, Policy(), None, 0)]
+    ops = [
+        Op(0, 0, "gemm", "gemm", "gemm", [(0, work)], [(0, cus)], 0.0, [], {}),
+        Op(1, 0, "comm", "comm", "rs", [(1, held * kernel_s)], [], delay, [], {}),
+    ]
+    return Schedule("holds", ops, res, 1, [0])
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("cus,held,work,kernel_s,delay", [(132, 20, 264.0, 1.0, 0.0), (80, 16, 40.0, 0.25, 0.1),
+                                                          (10, 9, 50.0, 2.0, 0.5)])  # fmt: skip
+def test_the_pool_loses_the_held_cus_while_the_kernel_runs(native, cus, held, work, kernel_s, delay):
+    res = Engine(native=native).run(_pool_and_kernel(cus, held, work, kernel_s, delay))
+    # closed form: the whole pool until the kernel starts (its delay counts: its blocks are resident),
+    # cus - held while it runs, the whole pool after it
+    hold_end = delay + kernel_s
+    done = cus * 0.0 + (cus - held) * hold_end  # CU-seconds by the end of the hold
+    expect = work / (cus - held) if work <= done else hold_end + (work - done) / cus
+    assert res.end[0] == pytest.approx(expect, rel=1e-12)
+    assert res.end[1] == pytest.approx(hold_end, rel=1e-12)
+
+
+def test_a_non_exclusive_partition_shares_the_pool_in_proportion():
+    """Without exclusivity the kernel's CU work is on the pool too (the filling shares it): the GEMM
+    loses less than the held CUs while the kernel is link- or memory-bound."""
+    cus, held = 132.0, 20.0
+    res = [
+        Resource("cu", cus, "cu", 0),
+        Resource("part", held, "cu-part", 0),
+        Resource("link", 1.0, "link", 0),
+    ]
+    ops = [
+        Op(0, 0, "gemm", "gemm", "gemm", [(0, 264.0)], [(0, cus)], 0.0, [], {}),
+        # a link-bound kernel: 1 s of link, 2 CU-seconds of work (2 CUs on average)
+        Op(1, 0, "comm", "comm", "rs", [(0, 2.0), (1, 2.0), (2, 1.0)], [], 0.0, [], {}),
+    ]
+    r = Engine().run(Schedule("shared", ops, res, 1, [0]))
+    assert r.end[0] < 264.0 / (cus - held)
+    assert r.end[0] == pytest.approx((264.0 + 2.0) / cus, rel=1e-12)
+
+
+def test_ops_of_one_kernel_hold_its_cus_once():
+    """Two ops of one kernel in progress together hold the partition's CUs once, and a chain of them
+    holds it without a gap."""
+    cus, held = 100.0, 10.0
+    res = [Resource("cu", cus, "cu", 0), Resource("part", held, "cu-part", 0, Policy(), None, 0)]
+    ops = [
+        Op(0, 0, "gemm", "gemm", "gemm", [(0, 180.0)], [(0, cus)], 0.0, [], {}),
+        Op(1, 0, "a", "comm", "rs", [(1, 5.0)], [(1, 5.0)], 0.0, [], {}),
+        Op(2, 0, "b", "comm", "rs", [(1, 5.0)], [(1, 5.0)], 0.0, [], {}),
+        Op(3, 0, "c", "comm", "rs", [(1, 10.0)], [], 0.0, [1, 2], {}),
+    ]
+    r = Engine().run(Schedule("once", ops, res, 1, [0]))
+    assert r.end[1] == r.end[2] == pytest.approx(1.0)
+    assert r.end[3] == pytest.approx(2.0)
+    assert r.end[0] == pytest.approx(2.0)  # 90 CUs for 2 s (10 held once, never 20, no gap)
+
+
+def test_the_builder_declares_exclusive_partitions():
+    hw = load_hardware("h100-8")
+    b = ScheduleBuilder("x", hw, 8)
+    p = b.partition(0, "k", 20, exclusive=True)
+    assert b._res[p].parent == b.cu(0)
+    assert b.partition(0, "k", 20, exclusive=True) == p
+    with pytest.raises(ScheduleError, match="declared again"):
+        b.partition(0, "k", 20)
+    with pytest.raises(ScheduleError, match="whole number"):
+        b.partition(0, "j", 2.5, exclusive=True)
+
+
+@st.composite
+def schedules_with_holds(draw):
+    pool = float(draw(st.integers(2, 40)))
+    res = [Resource("cu", pool, "cu", 0), Resource("hbm", draw(st.floats(0.5, 10.0)), "hbm", 0)]
+    for k in range(draw(st.integers(1, 3))):
+        held = float(draw(st.integers(1, int(pool))))
+        res.append(Resource(f"part{k}", held, "cu-part", 0, Policy(), None, 0 if draw(st.booleans()) else -1))
+    n = draw(st.integers(1, 12))
+    ops = []
+    for i in range(n):
+        rs = draw(st.lists(st.integers(0, len(res) - 1), min_size=1, max_size=3, unique=True))
+        demands = sorted((r, draw(st.floats(0.1, 20.0))) for r in rs)
+        caps = [(demands[0][0], draw(st.floats(0.2, 5.0)))] if draw(st.integers(0, 3)) == 0 else []
+        deps = sorted(set(draw(st.lists(st.integers(0, i - 1), max_size=3)))) if i else []
+        delay = draw(st.sampled_from([0.0, 0.0, 0.25]))
+        ops.append(Op(i, 0, i, "x", "c", demands, caps, delay, deps, {}, draw(st.integers(0, 1))))
+    return Schedule("random-holds", ops, res, 1, [0])
+
+
+@pytest.mark.skipif(FORCED_PYTHON, reason="T3_ENGINE=python: the compiled core is off")
+@settings(max_examples=300, deadline=None)
+@given(schedules_with_holds())
+def test_random_schedules_with_holds_bit_for_bit(sched):
+    engine._FILLS.clear()
+    try:
+        a = Engine(native=False).run(sched)
+    except engine.DeadlockError:
+        return  # a partition holding the whole pool beside an op on it alone: both engines refuse
+    engine._FILLS.clear()
+    b = Engine().run(sched)
+    assert sched.__dict__["_engine_static"][5] is not None  # the compiled core ran it
+    assert (b.events, b.makespan, b.start, b.end) == (a.events, a.makespan, a.start, a.end)

@@ -307,3 +307,107 @@ def overlap(
         "comm_alone_s": ex.comm_alone_s, "contention_s": best.contention_s,
         "decomposition_s": best.decomposition_s,
     }  # fmt: skip
+
+
+INTERFERERS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sm_copy", "sm_reduce", "ce_copy")
+
+
+def interference(
+    m: int, n: int, k: int, comm: str, nbytes: int, gpus: int = 8, hardware: str | Path | Hardware = "h100-8",
+    dtype: str = "bf16", cus: int = 0, algo: str = "auto", arrangement: str = "background",
+    executor: str = "cu",
+) -> dict[str, Any]:  # fmt: skip
+    """A GEMM ``(m x k) @ (k x n)`` and a communication on the same GPU at the same time
+    (:mod:`t3.ops.interference`): ``comm`` is a collective of ``nbytes`` (nccl-tests sizes) on ``gpus``
+    GPUs (``all_reduce``, ``reduce_scatter``, ``all_gather``, ``all_to_all``; ``algo`` as
+    :func:`collective`), or one GPU's own traffic (``gpus=1``): ``sm_copy`` (a copy kernel of ``nbytes``
+    on ``cus`` CUs, 0 = every CU), ``sm_reduce`` (``c = a + b``, ``nbytes`` of output) or ``ce_copy`` (a
+    copy of ``nbytes`` on the copy engines). A collective's ``executor``: the library's CU kernels
+    (``cu``) or the copy engines (``dma``). ``arrangement``: ``background`` (the other kernel runs back
+    to back for the whole of each one's span) or ``together`` (both launched once at the same moment).
+
+    Returns ``gemm_alone_s``, ``gemm_together_s``, ``comm_alone_s``, ``comm_together_s`` and the
+    slowdowns ``gemm_slowdown_pct`` / ``comm_slowdown_pct`` (100 x (together / alone - 1)); with
+    ``together`` also ``pair_together_s`` (both done) and ``pair_slowdown_pct`` (against the two one
+    after the other: negative where running them together gains)."""
+    from t3.errors import ConfigError
+    from t3.ops.interference import ARRANGEMENTS, LOCAL, Comm
+    from t3.ops.interference import interference as run_interference
+
+    for field, v in (("m", m), ("n", n), ("k", k)):
+        _check_int(field, v, 1)
+    _check_choice("comm", comm, INTERFERERS)
+    nbytes = _check_int("nbytes", nbytes, 1)
+    hw = _hardware(hardware)
+    _check_dtype(dtype, hw)
+    _check_choice("arrangement", arrangement, ARRANGEMENTS)
+    _check_choice("executor", executor, ("cu", "dma"))
+    cus = _check_int("cus", cus, 0)
+    if comm in LOCAL:
+        if gpus != 1:
+            raise ConfigError(f"gpus: {comm} is one GPU's own traffic: gpus must be 1, got {gpus!r}")
+        if algo != "auto":
+            raise ConfigError(f"algo: {comm} has no algorithm, got {algo!r}")
+        if cus > hw.compute.cus:
+            raise ConfigError(f"cus: {cus} exceed the {hw.compute.cus} CUs of '{hw.name}'")
+        if cus and comm == "ce_copy":
+            raise ConfigError("cus: ce_copy runs on the copy engines, not on CUs")
+        if executor != "cu":
+            raise ConfigError(f"executor: {comm} says where it runs by its name, got {executor!r}")
+    else:
+        gpus = _check_gpus(gpus, hw)
+        if cus:
+            raise ConfigError("cus: a collective runs on the library's channels, not on a given CU count")
+        valid = collective_algos(comm, hw, gpus)
+        if not valid:
+            raise ConfigError(f"comm: {comm} is modelled on mesh and switch topologies only")
+        if algo != "auto" and "/" not in algo:
+            algo = _protocol_choice(comm, algo, nbytes, gpus, hw, valid)
+        _check_choice("algo", algo, valid)
+        if algo == "auto":
+            from t3.ops.collectives import Executor, choose
+
+            size = nbytes * (gpus - 1) / gpus if comm == "all_to_all" else nbytes
+            algo = str(choose(comm, float(size), hw, gpus, Executor(executor)))
+    c = Comm(comm, float(nbytes), gpus, cus, algo, executor)
+    r = run_interference(GemmShape(m, n, k, dtype), c, hw, arrangement)
+    return {
+        "m": m, "n": n, "k": k, "dtype": dtype, "comm": comm, "nbytes": nbytes, "gpus": gpus, "cus": cus,
+        "algo": algo, "arrangement": arrangement, "hardware": hw.name,
+        "gemm_alone_s": r["gemm_alone_s"], "gemm_together_s": r["gemm_together_s"],
+        "comm_alone_s": r["comm_alone_s"], "comm_together_s": r["comm_together_s"],
+        "executor": executor, "gemm_slowdown_pct": 100.0 * r["gemm_slowdown"],
+        "comm_slowdown_pct": 100.0 * r["comm_slowdown"], "pair_together_s": r["pair_together_s"],
+        "pair_slowdown_pct": 100.0 * r["pair_slowdown"],
+    }  # fmt: skip
+
+
+def memory_stream(
+    stream: str, nbytes: int, cus: int = 0, hardware: str | Path | Hardware = "h100-8"
+) -> dict[str, Any]:
+    """One memory stream kernel alone (``t3 measure``'s): ``stream`` = ``read``, ``write``, ``copy`` (1 read
+    : 1 write) or ``triad`` (2 reads : 1 write), ``nbytes`` read + written in one pass, on ``cus`` CUs
+    (0: every CU). Returns ``time_s`` (the kernel's own, its launch left out) and ``Bps`` = nbytes / time."""
+    from t3.errors import ConfigError
+    from t3.ops.interference import STREAMS, stream_bandwidth
+
+    _check_choice("stream", stream, tuple(STREAMS))
+    nbytes = _check_int("nbytes", nbytes, 1)
+    cus = _check_int("cus", cus, 0)
+    hw = _hardware(hardware)
+    if cus > hw.compute.cus:
+        raise ConfigError(f"cus: {cus} exceed the {hw.compute.cus} CUs of '{hw.name}'")
+    r = stream_bandwidth(hw, stream, float(nbytes), cus)
+    return {"stream": stream, "nbytes": nbytes, "cus": cus, "hardware": hw.name, **r}
+
+
+LATENCIES = {"kernel_launch": "kernel_launch_s", "event_wait": "stream_wait_s", "flag": "flag_latency_s"}
+
+
+def latency(what: str, hardware: str | Path | Hardware = "h100-8") -> dict[str, Any]:
+    """A fixed cost of the GPU's runtime as the model charges it (``compute.<field>`` of the preset):
+    ``kernel_launch`` (one kernel, launch to launch), ``event_wait`` (an event recorded on one stream and
+    waited on by another) or ``flag`` (a flag stored by one kernel and seen by another polling it)."""
+    _check_choice("what", what, tuple(LATENCIES))
+    hw = _hardware(hardware)
+    return {"what": what, "hardware": hw.name, "time_s": getattr(hw.compute, LATENCIES[what])}

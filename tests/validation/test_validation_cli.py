@@ -32,9 +32,14 @@ def test_every_row_has_a_prediction_and_its_error(report):
     assert [r["id"] for r in report["rows"]] == [r.id for r in rows]
     by_id = {r.id: r for r in rows}
     for r in report["rows"]:
-        assert math.isfinite(r["predicted"]) and r["predicted"] > 0, r["id"]
+        assert math.isfinite(r["predicted"]), r["id"]
         assert r["measured"] == pytest.approx(measured_compared(by_id[r["id"]]))
-        assert r["error"] == pytest.approx(r["predicted"] / r["measured"] - 1)
+        if r["category"] == "interference":  # a slowdown in %: the error is the difference in points
+            assert r["unit"] == "%"
+            assert r["error"] == pytest.approx((r["predicted"] - r["measured"]) / 100)
+        else:
+            assert r["predicted"] > 0, r["id"]
+            assert r["error"] == pytest.approx(r["predicted"] / r["measured"] - 1)
         assert r["abs_error"] == pytest.approx(abs(r["error"]))
         if r["category"] == "overlap_speedup":
             assert r["sign_right"] == ((r["predicted"] > 1) == (r["measured"] > 1))
@@ -96,7 +101,8 @@ def test_plots_are_written_one_per_category(tmp_path):
     assert p.returncode == 0, p.stderr
     files = sorted((tmp_path / "figs").iterdir())
     assert [f.name for f in files] == sorted(
-        f"validate-{c}.png" for c in ("collective_busbw", "gemm_tflops", "overlap_speedup", "overlap_time")
+        f"validate-{c}.png"
+        for c in ("collective_busbw", "gemm_tflops", "overlap_speedup", "overlap_time", "interference")
     )
     for f in files:
         assert f.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f.stat().st_size > 10_000
@@ -107,7 +113,7 @@ def test_plots_are_written_one_per_category(tmp_path):
     "args,needle",
     [
         (["--role", "fitted"], "role: unknown role 'fitted'"),
-        (["--category", "latency"], "category: unknown category 'latency'"),
+        (["--category", "throughput"], "category: unknown category 'throughput'"),
         (["--hardware", "b200"], "hardware: no rows for 'b200'"),
     ],
 )

@@ -70,7 +70,9 @@ def test_calibration_sources_are_the_original_publications(rows):
 def test_validation_rows_are_many_and_cover_every_category(rows):
     val = [r for r in rows if r.role == "validation"]
     assert len(val) >= 20
-    assert {r.category for r in val} == {"collective_busbw", "gemm_tflops", "overlap_speedup", "overlap_time"}
+    assert {r.category for r in val} == {
+        "collective_busbw", "gemm_tflops", "overlap_speedup", "overlap_time", "interference"
+    }  # fmt: skip
     assert {r.hardware for r in val if r.category == "collective_busbw"} >= {"h100-8", "mi300x-8"}
     assert len({r.id for r in rows}) == len(rows)
 
@@ -114,7 +116,7 @@ def test_a_good_row_loads_with_defaults():
         (lambda t: t.replace("https://example.org/page", "see the blog"), "source: must be an https:// URL"),
         (lambda t: t.replace('locator = "table 1"', 'locator = ""'), "locator: must be a non-empty string"),
         (
-            lambda t: t.replace('category = "collective_busbw"', 'category = "latency"'),
+            lambda t: t.replace('category = "collective_busbw"', 'category = "throughput"'),
             "category: unknown category",
         ),
         (lambda t: t.replace('role = "validation"', 'role = "fitted"'), "role: unknown role 'fitted'"),

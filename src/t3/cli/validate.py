@@ -15,7 +15,10 @@ from t3.cli.main import app
 
 _ROLE = typer.Option(None, "--role", help="calibration or validation (default: both)")
 _CAT = typer.Option(
-    None, "--category", help="collective_busbw, gemm_tflops, overlap_speedup or overlap_time (default: all)"
+    None,
+    "--category",
+    help="collective_busbw, gemm_tflops, overlap_speedup, overlap_time, interference, hbm_bandwidth or latency"
+    " (default: all)",
 )
 _HW = typer.Option(None, "--hardware", help="only rows of this preset (e.g. h100-8)")
 _JSON = typer.Option(False, "--json", help="print one JSON object (rows and summary)")
@@ -43,12 +46,32 @@ def describe(row) -> str:
         return f"{w['op']} {_size(w['nbytes'])}{algo}"
     if row.category == "gemm_tflops":
         return f"GEMM {w['m']}x{w['n']}x{w['k']} {w['dtype']}"
+    if row.category == "interference":
+        if w["comm"] in ("sm_copy", "sm_reduce", "ce_copy"):
+            comm = f"{w['comm']} {_size(w['nbytes'])}" + (f" on {w['cus']} CUs" if w["cus"] else "")
+        else:
+            comm = f"{w['comm']} {_size(w['nbytes'])} x{w['gpus']}" + (
+                " dma" if w["executor"] == "dma" else ""
+            )
+        who = {"compute": "GEMM", "comm": "comm", "pair": "pair"}[w["victim"]]
+        return f"{who}: GEMM {w['m']}x{w['n']}x{w['k']} {w['dtype']} | {comm} ({w['arrangement']})"
+    if row.category == "hbm_bandwidth":
+        return f"{w['stream']} {_size(w['nbytes'])}" + (f" on {w['cus']} CUs" if w["cus"] else "")
+    if row.category == "latency":
+        return w["what"]
     s = f"{w['op']} M={w['m']} N={w['n']} K={w['k']} {w['schedule']}"
     return s + (f" vs {w['baseline']}" if row.category == "overlap_speedup" else "")
 
 
 def _fmt(v: float) -> str:
     return f"{v:.4g}"
+
+
+def err_unit(category: str) -> str:
+    """How an error of ``category`` reads: per cent of the measurement, or percentage points."""
+    from t3.validation.conventions import ABSOLUTE_ERROR
+
+    return "pp" if category in ABSOLUTE_ERROR else "%"
 
 
 class _Progress:
@@ -106,21 +129,22 @@ def validate(
         return
     c = Console(width=160)
     t = Table(
-        title=f"{len(outcomes)} published measurements: measured vs predicted (error = predicted / measured - 1)"
+        title=f"{len(outcomes)} published measurements: measured vs predicted (error = predicted / measured - 1; interference: predicted - measured, in points)"
     )
     for col in ("row", "role", "hardware", "workload", "measured", "predicted", "unit", "error"):
         t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
     for o in outcomes:
         t.add_row(o.row.id, o.row.role, o.row.hardware, describe(o.row), _fmt(o.measured), _fmt(o.predicted),
-                  o.unit, f"{o.error * 100:+.1f} %")  # fmt: skip
+                  o.unit, f"{o.error * 100:+.1f} {err_unit(o.row.category)}")  # fmt: skip
     c.print(t)
     s = Table(title="per category: |error| (calibration rows may be fitted, validation rows never are)")
     for col in ("category", "role", "rows", "median |error|", "max |error|", "worst row", "signs right"):
         s.add_column(col, justify="right" if col in ("rows", "median |error|", "max |error|") else "left")
     for g in summary:
         signs = f"{g['sign_right']} / {g['sign_rows']}" if "sign_rows" in g else "-"
-        s.add_row(g["category"], g["role"], str(g["rows"]), f"{g['median_abs_error'] * 100:.1f} %",
-                  f"{g['max_abs_error'] * 100:.1f} %", g["worst"], signs)  # fmt: skip
+        u = err_unit(g["category"])
+        s.add_row(g["category"], g["role"], str(g["rows"]), f"{g['median_abs_error'] * 100:.1f} {u}",
+                  f"{g['max_abs_error'] * 100:.1f} {u}", g["worst"], signs)  # fmt: skip
     c.print(s)
     for p in plots:
         c.print(f"wrote {p}")
@@ -134,8 +158,9 @@ def to_markdown(outcomes, summary) -> str:
     ]
     for g in summary:
         signs = f"{g['sign_right']} / {g['sign_rows']}" if "sign_rows" in g else "-"
-        out.append(f"| {g['category']} | {g['role']} | {g['rows']} | {g['median_abs_error'] * 100:.1f} % | "
-                   f"{g['max_abs_error'] * 100:.1f} % | {signs} | {g['worst']} |")  # fmt: skip
+        u = err_unit(g["category"])
+        out.append(f"| {g['category']} | {g['role']} | {g['rows']} | {g['median_abs_error'] * 100:.1f} {u} | "
+                   f"{g['max_abs_error'] * 100:.1f} {u} | {signs} | {g['worst']} |")  # fmt: skip
     out += [
         "",
         "| row | role | workload | measured | predicted | unit | error |",
@@ -143,5 +168,5 @@ def to_markdown(outcomes, summary) -> str:
     ]
     for o in outcomes:
         out.append(f"| {o.row.id} | {o.row.role} | {describe(o.row)} | {_fmt(o.measured)} | {_fmt(o.predicted)} | "
-                   f"{o.unit} | {o.error * 100:+.1f} % |")  # fmt: skip
+                   f"{o.unit} | {o.error * 100:+.1f} {err_unit(o.row.category)} |")  # fmt: skip
     return "\n".join(out)

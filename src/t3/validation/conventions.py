@@ -19,12 +19,20 @@ COMPARED_UNIT = {
     "gemm_tflops": "TFLOPS",
     "overlap_speedup": "x",
     "overlap_time": "ms",
+    "interference": "%",
+    "hbm_bandwidth": "GB/s",
+    "latency": "us",
 }
+# categories whose error is the difference in the compared unit (percentage points), not a ratio
+ABSOLUTE_ERROR = ("interference",)
 QUANTITY = {
     "collective_busbw": "collective bus bandwidth",
     "gemm_tflops": "GEMM throughput",
     "overlap_speedup": "overlap speed-up (sequential / fused)",
     "overlap_time": "GEMM + collective time",
+    "interference": "slowdown beside a concurrent communication",
+    "hbm_bandwidth": "memory stream bandwidth",
+    "latency": "runtime latency",
 }
 
 
@@ -55,4 +63,6 @@ def measured_compared(row: Row) -> float:
         return tflops(w["m"], w["n"], w["k"], row.measured * 1e-3) if row.unit == "ms" else row.measured
     if row.category == "overlap_time":
         return row.measured / 1e3 if row.unit == "us" else row.measured
+    if row.category == "interference" and row.unit == "x":
+        return 100.0 * (row.measured - 1.0)
     return row.measured

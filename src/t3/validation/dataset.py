@@ -38,12 +38,22 @@ from t3.errors import ConfigError
 
 ROLES = ("calibration", "validation")
 
+# the concurrent communications an interference row may name (workload field ``comm``)
+COLLECTIVE_INTERFERERS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
+LOCAL_INTERFERERS = ("sm_copy", "sm_reduce", "ce_copy")
+INTERFERERS = COLLECTIVE_INTERFERERS + LOCAL_INTERFERERS
+
 # category -> accepted units (the first one is the unit the category is compared in)
 CATEGORIES: dict[str, tuple[str, ...]] = {
     "collective_busbw": ("GB/s", "us"),  # busbw (1e9 B/s), or the collective's time (busbw derived)
     "gemm_tflops": ("TFLOPS", "ms"),  # 1e12 FLOP/s, or the GEMM's time (TFLOPS derived)
     "overlap_speedup": ("x",),  # sequential time / fused time (> 1: the fused run gains)
     "overlap_time": ("ms", "us"),  # one implementation's time
+    # a kernel's slowdown beside a concurrent communication: time together / time alone - 1, in per cent
+    # (compared in percentage points), or the ratio time together / time alone
+    "interference": ("%", "x"),
+    "hbm_bandwidth": ("GB/s",),  # a memory stream kernel's bytes read + written per second (1e9 B/s)
+    "latency": ("us",),  # a fixed cost of the GPU's runtime (kernel launch, cross-stream wait, flag)
 }
 
 
@@ -82,6 +92,42 @@ WORKLOADS: dict[str, dict[str, Field]] = {
     },
     "overlap_speedup": {**_OVERLAP, "baseline": Field(str, "bulk-g1-M-cu")},
     "overlap_time": dict(_OVERLAP),
+    "interference": {
+        # whose slowdown the row measures: the GEMM ("compute"), the communication ("comm"), or both
+        # launched together against the two run one after the other ("pair": time together / (GEMM alone
+        # + communication alone))
+        "victim": Field(str, "compute", choices=("compute", "comm", "pair")),
+        "m": Field(int, minimum=1),
+        "n": Field(int, minimum=1),
+        "k": Field(int, minimum=1),
+        "dtype": Field(str, "bf16"),
+        # the concurrent communication (INTERFERERS): a library collective on `gpus` GPUs, or one GPU's
+        # own traffic: a copy kernel (sm_copy) or a reduction kernel (sm_reduce, a + b -> c) on `cus` CUs,
+        # or copies on the copy engines (ce_copy)
+        "comm": Field(str, choices=INTERFERERS),
+        "nbytes": Field(int, minimum=1),  # collectives: the nccl-tests size; sm_* / ce_copy: bytes copied
+        "gpus": Field(int, 8, minimum=1),  # GPUs of a collective; 1 for a single GPU's own traffic
+        "cus": Field(int, 0, minimum=0),  # CUs (thread blocks) of an sm_* kernel (0: every CU)
+        "algo": Field(str, "auto"),  # a collective's algorithm (as api.collective's algo)
+        # where a collective's data moves: the library's CU kernels ("cu") or the copy engines ("dma",
+        # e.g. NCCL's copy-engine collectives)
+        "executor": Field(str, "cu", choices=("cu", "dma")),
+        # "background": the communication runs, repeated back to back, for the whole of the victim's
+        # time; "together": both are launched once at the same moment
+        "arrangement": Field(str, "background", choices=("background", "together")),
+    },
+    "hbm_bandwidth": {
+        # read only, write only, copy (1 read : 1 write) or triad (2 reads : 1 write)
+        "stream": Field(str, choices=("read", "write", "copy", "triad")),
+        "nbytes": Field(int, minimum=1),  # bytes read + written by one pass
+        "cus": Field(int, 0, minimum=0),  # CUs (thread blocks) the stream kernel runs on (0: every CU)
+    },
+    "latency": {
+        # kernel_launch: one empty kernel, launch to launch (back to back on one stream); event_wait: an
+        # event recorded on one stream and waited on by another (record -> the waiting kernel starts);
+        # flag: a flag written by a kernel on one stream seen by a kernel polling on another
+        "what": Field(str, choices=("kernel_launch", "event_wait", "flag")),
+    },
 }
 
 _TOP = ("id", "category", "role", "hardware", "measured", "unit", "source", "locator", "conventions")
@@ -109,6 +155,10 @@ class Row:
     workload: dict[str, Any]
     published: dict[str, float] = field(default_factory=dict)
     origin: str = ""  # the file the row came from
+    # rows measured by `t3 measure`: the GPU, driver, library versions and the command (MEASURED_SOURCE)
+    device: dict[str, str] = field(default_factory=dict)
+    # written down and committed before any prediction of it existed (reported apart by `t3 validate`)
+    blind: bool = False
 
 
 def data_files() -> list[Path]:
@@ -158,7 +208,7 @@ def _row(item: Any, origin: str, index: int) -> Row:
     if not isinstance(item, dict):
         raise fail("row", "must be a table")
     for k in item:
-        if k not in (*_TOP, "workload", "published"):
+        if k not in (*_TOP, "workload", "published", "device", "blind"):
             raise fail(k, "unknown field")
     for k in _TOP:
         if k not in item:
@@ -187,15 +237,20 @@ def _row(item: Any, origin: str, index: int) -> Row:
     measured = item["measured"]
     if isinstance(measured, bool) or not isinstance(measured, int | float) or not math.isfinite(measured):
         raise fail("measured", f"must be a number, got {measured!r}")
-    if measured <= 0:
+    if unit == "%":
+        if measured <= -100:
+            raise fail("measured", f"a slowdown in % must be > -100, got {measured}")
+    elif measured <= 0:
         raise fail("measured", f"must be > 0, got {measured}")
-    if not item["source"].startswith("https://"):
-        raise fail("source", "must be an https:// URL (a web page, or a repository file at a commit)")
+    device = _device(item, fail)
+    blind = item.get("blind", False)
+    if not isinstance(blind, bool):
+        raise fail("blind", f"must be true or false, got {blind!r}")
     workload = _workload(item.get("workload"), category, fail)
     published = _published(item.get("published", {}), fail)
     row = Row(
         rid, category, role, item["hardware"], float(measured), unit, item["source"], item["locator"],
-        item["conventions"], workload, published, origin,
+        item["conventions"], workload, published, origin, device, blind,
     )  # fmt: skip
     _consistency(row, fail)
     return row
@@ -243,6 +298,41 @@ def _workload(w: Any, category: str, fail) -> dict[str, Any]:
             except ConfigError as err:
                 raise fail(f"workload.{k}", str(err).removeprefix("schedule: ")) from None
     return out
+
+
+# a row measured on a lent GPU by the project's own kit names it as its source, and says which GPU,
+# driver and libraries in its [row.device] table
+MEASURED_SOURCE = "measured by `t3 measure`"
+DEVICE_FIELDS = ("gpu", "driver", "runtime", "torch", "command")
+
+
+def _device(item: dict, fail) -> dict[str, str]:
+    """A published row's source is an https:// URL; a measured row's is ``MEASURED_SOURCE, <GPU>`` with
+    a ``[row.device]`` table (every field of DEVICE_FIELDS, strings; ``clocks``, ``date`` optional)."""
+    src, dev = item["source"], item.get("device")
+    if src.startswith("https://"):
+        if dev is not None:
+            raise fail("device", "only rows measured by `t3 measure` have a device table")
+        return {}
+    if not src.startswith(MEASURED_SOURCE):
+        raise fail(
+            "source",
+            f"must be an https:// URL (a web page, or a repository file at a commit) or '{MEASURED_SOURCE},"
+            " <GPU>'",
+        )
+    if not isinstance(dev, dict):
+        raise fail(
+            "device", f"a row {MEASURED_SOURCE} needs a [row.device] table ({', '.join(DEVICE_FIELDS)})"
+        )
+    for k, v in dev.items():
+        if k not in (*DEVICE_FIELDS, "clocks", "date"):
+            raise fail(f"device.{k}", f"unknown field (fields: {', '.join(DEVICE_FIELDS)}, clocks, date)")
+        if not isinstance(v, str) or not v.strip():
+            raise fail(f"device.{k}", f"must be a non-empty string, got {v!r}")
+    for k in DEVICE_FIELDS:
+        if k not in dev:
+            raise fail(f"device.{k}", "missing field")
+    return dict(dev)
 
 
 def _published(p: Any, fail) -> dict[str, float]:
@@ -299,3 +389,32 @@ def _consistency(row: Row, fail) -> None:
         key = "time_ms" if row.unit == "ms" else "time_us"
         if key in p and not _close(p[key], row.measured):
             raise fail(f"published.{key}", f"{p[key]} {row.unit} differs from measured {row.measured}")
+    elif row.category == "interference":
+        local = w["comm"] in LOCAL_INTERFERERS
+        if local and w["gpus"] != 1:
+            raise fail(
+                "workload.gpus", f"{w['comm']} is one GPU's own traffic: gpus must be 1, got {w['gpus']}"
+            )
+        if not local and w["gpus"] < 2:
+            raise fail("workload.gpus", f"a collective ({w['comm']}) needs >= 2 GPUs, got {w['gpus']}")
+        if w["cus"] and w["comm"] not in ("sm_copy", "sm_reduce"):
+            raise fail("workload.cus", f"only sm_copy / sm_reduce kernels take cus, not {w['comm']}")
+        if not local and w["comm"] not in COLLECTIVE_OPS:
+            raise fail("workload.comm", f"unknown collective '{w['comm']}'")
+        if w["algo"] != "auto" and local:
+            raise fail("workload.algo", f"{w['comm']} has no algorithm")
+        if w["executor"] != "cu" and local:
+            raise fail("workload.executor", f"{w['comm']} says where it runs by its name")
+        if w["victim"] == "pair" and w["arrangement"] != "together":
+            raise fail("workload.arrangement", "a pair is launched together once: arrangement = 'together'")
+        for suffix in ("ms", "us"):
+            a, t = p.get(f"alone_{suffix}"), p.get(f"together_{suffix}")
+            if a is not None and t is not None:
+                ratio = t / a
+                got = ratio if row.unit == "x" else 100.0 * (ratio - 1.0)
+                want = row.measured
+                ok = abs(got - want) <= 0.5 if row.unit == "%" else _close(got, want, 0.005)
+                if not ok:
+                    raise fail(
+                        "measured", f"{want} {row.unit}, but together / alone gives {got:.3g} {row.unit}"
+                    )

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from t3.errors import ConfigError  # noqa: E402
-from t3.validation.conventions import QUANTITY  # noqa: E402
+from t3.validation.conventions import ABSOLUTE_ERROR, QUANTITY  # noqa: E402
 from t3.validation.dataset import CATEGORIES  # noqa: E402
 from t3.validation.runner import Outcome  # noqa: E402
 
@@ -19,6 +19,7 @@ META = {"Software": None}  # no version string in the PNG: same inputs -> same b
 COLORS = {"h100-8": "#2e7d32", "h200-8": "#00838f", "mi300x-8": "#c62828"}
 MARKERS = {"calibration": "o", "validation": "^"}
 BAND = 0.10  # the +-10 % band drawn around y = x
+BAND_POINTS = 5.0  # categories compared in points (a slowdown in %): a +-5 point band, linear axes
 
 
 def write_plots(outcomes: list[Outcome], folder: Path) -> list[str]:
@@ -39,12 +40,21 @@ def write_plots(outcomes: list[Outcome], folder: Path) -> list[str]:
 
 def _plot(cat: str, os_: list[Outcome], path: Path) -> None:
     unit = os_[0].unit
+    linear = cat in ABSOLUTE_ERROR
     vals = [v for o in os_ for v in (o.measured, o.predicted)]
-    lo, hi = min(vals) / 1.5, max(vals) * 1.5
+    if linear:
+        span = max(max(vals) - min(vals), 4 * BAND_POINTS)
+        lo, hi = min(vals) - 0.2 * span, max(vals) + 0.2 * span
+    else:
+        lo, hi = min(vals) / 1.5, max(vals) * 1.5
     fig, ax = plt.subplots(figsize=(5.6, 5.0))
     xs = [lo, hi]
-    ax.fill_between(xs, [x * (1 - BAND) for x in xs], [x * (1 + BAND) for x in xs], color="#e0e0e0",
-                    label=f"±{BAND * 100:.0f} %")  # fmt: skip
+    if linear:
+        ax.fill_between(xs, [x - BAND_POINTS for x in xs], [x + BAND_POINTS for x in xs], color="#e0e0e0",
+                        label=f"±{BAND_POINTS:.0f} points")  # fmt: skip
+    else:
+        ax.fill_between(xs, [x * (1 - BAND) for x in xs], [x * (1 + BAND) for x in xs], color="#e0e0e0",
+                        label=f"±{BAND * 100:.0f} %")  # fmt: skip
     ax.plot(xs, xs, color="#616161", linewidth=1, label="predicted = measured")
     seen = set()
     for o in os_:
@@ -56,12 +66,13 @@ def _plot(cat: str, os_: list[Outcome], path: Path) -> None:
             label=None if key in seen else f"{o.row.hardware}, {o.row.role}",
         )  # fmt: skip
         seen.add(key)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        axis.set_minor_formatter(NullFormatter())
+    if not linear:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.set_minor_formatter(NullFormatter())
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
     ax.set_xlabel(f"measured ({unit})")

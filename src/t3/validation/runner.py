@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from t3 import api
-from t3.validation.conventions import COMPARED_UNIT, measured_compared
+from t3.validation.conventions import ABSOLUTE_ERROR, COMPARED_UNIT, measured_compared
 from t3.validation.dataset import CATEGORIES, ROLES, DatasetError, Row
 
 
@@ -33,7 +33,11 @@ class Outcome:
 
     @property
     def error(self) -> float:
-        """Relative error, predicted / measured - 1 (signed)."""
+        """Relative error, predicted / measured - 1 (signed); for a slowdown in per cent (ABSOLUTE_ERROR)
+        the difference in points, as a fraction (predicted - measured) / 100, so that x 100 reads in
+        percentage points."""
+        if self.row.category in ABSOLUTE_ERROR:
+            return (self.predicted - self.measured) / 100.0
         return self.predicted / self.measured - 1.0
 
     @property
@@ -85,6 +89,22 @@ class Predictor:
         if row.category == "gemm_tflops":
             r = self._call(api.gemm, m=w["m"], n=w["n"], k=w["k"], dtype=w["dtype"], hardware=hw)
             return Outcome(row, measured_compared(row), r["tflops"], {"time_s": r["time_s"]})
+        if row.category == "interference":
+            kw = {k: w[k] for k in ("m", "n", "k", "dtype", "comm", "nbytes", "gpus", "cus", "algo",
+                                    "arrangement", "executor")}  # fmt: skip
+            r = self._call(api.interference, **kw, hardware=hw)
+            pct = {"compute": "gemm_slowdown_pct", "comm": "comm_slowdown_pct", "pair": "pair_slowdown_pct"}
+            detail = {k: r[k] for k in ("algo", "gemm_alone_s", "gemm_together_s", "comm_alone_s",
+                                        "comm_together_s", "pair_together_s")}  # fmt: skip
+            return Outcome(row, measured_compared(row), r[pct[w["victim"]]], detail)
+        if row.category == "hbm_bandwidth":
+            r = self._call(
+                api.memory_stream, stream=w["stream"], nbytes=w["nbytes"], cus=w["cus"], hardware=hw
+            )
+            return Outcome(row, measured_compared(row), r["Bps"] / 1e9, {"time_s": r["time_s"]})
+        if row.category == "latency":
+            r = self._call(api.latency, what=w["what"], hardware=hw)
+            return Outcome(row, measured_compared(row), r["time_s"] * 1e6, {"time_s": r["time_s"]})
         shape = {k: w[k] for k in ("op", "m", "n", "k", "gpus", "dtype")}
         fused = self._call(api.overlap, **shape, hardware=hw, schedule=w["schedule"])
         if row.category == "overlap_time":

@@ -1,0 +1,216 @@
+"""A GEMM and a communication on the same GPU at the same time: how much each slows the other.
+
+This is the engine's own answer, not a separate model: the GEMM's plan (:mod:`t3.ops.gemm`) and the
+communication (a library collective of :mod:`t3.ops.collectives`, or one GPU's own traffic) are put in
+one schedule with no dependency between them and simulated together, then each alone; the slowdown is
+``time together / time alone - 1``. Every mechanism of the engine acts on it (shared CUs and the CUs a
+communication kernel holds, HBM bandwidth, read/write turnaround and loaded latency, the copy engines).
+
+The interferers (the measurement kit ``t3 measure`` produces the local ones on one GPU):
+
+- a collective (``all_reduce``, ``reduce_scatter``, ``all_gather``, ``all_to_all``) of ``nbytes``
+  (nccl-tests sizes) on ``gpus`` GPUs, as the library runs it (algorithm chosen as ``api.collective``);
+- ``sm_copy``: a copy kernel on ``cus`` CUs (0: every CU) moving ``nbytes`` (reads ``nbytes``, writes
+  ``nbytes``);
+- ``sm_reduce``: a reduction kernel ``c = a + b`` on ``cus`` CUs with ``nbytes`` of output (reads twice
+  that);
+- ``ce_copy``: a device-to-device copy of ``nbytes`` on the copy (DMA) engines.
+
+Arrangements: ``background`` (the other kernel runs back to back for the whole of the victim's span,
+as a measurement keeps it busy) and ``together`` (both launched once at the same moment).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from t3.config.hardware import Hardware
+from t3.errors import ConfigError, SimulationError
+from t3.sim.schedule import Ref, ScheduleBuilder
+from t3.workload.sublayers import GemmShape
+
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
+LOCAL = ("sm_copy", "sm_reduce", "ce_copy")
+ARRANGEMENTS = ("background", "together")
+# background runs: repetitions of the other kernel are added until they outlast the victim; at most this
+# many (a communication this much shorter than the GEMM is better measured another way)
+MAX_REPEATS = 4096
+
+
+@dataclass(frozen=True)
+class Comm:
+    """One communication beside the GEMM (see the module's docstring)."""
+
+    kind: str
+    nbytes: float
+    gpus: int = 1
+    cus: int = 0
+    algo: str = "auto"
+    executor: str = "cu"  # a collective's: the library's CU kernels, or the copy engines ("dma")
+
+    def describe(self) -> str:
+        if self.kind in COLLECTIVES:
+            return f"{self.kind} {self.nbytes:.0f} B on {self.gpus} GPUs ({self.algo}, {self.executor})"
+        on = f" on {self.cus} CUs" if self.cus else ""
+        return f"{self.kind} {self.nbytes:.0f} B{on}"
+
+
+def add_comm(b: ScheduleBuilder, comm: Comm, prefix: str, after: list[Ref]) -> list[Ref]:
+    """Add one instance of ``comm`` on GPU 0 (every GPU, symmetric) starting after ``after``; returns
+    the refs that end it."""
+    from t3.ops import collectives as co
+
+    hw = b.hw
+    if comm.kind in COLLECTIVES:
+        start = (lambda g: list(after)) if after else co._no_deps
+        kw = dict(start=start, prefix=prefix, algo=comm.algo, ex=co.Executor(comm.executor))
+        if comm.kind == "all_reduce":
+            ends = co.all_reduce(b, comm.nbytes, **kw)
+        elif comm.kind == "reduce_scatter":
+            ends = co.reduce_scatter(b, comm.nbytes, **kw)
+        elif comm.kind == "all_gather":
+            ends = co.all_gather(b, comm.nbytes, **kw)
+        else:
+            n = b.n
+            m = comm.nbytes / n
+            mat = [[0.0 if g == h else m for h in range(n)] for g in range(n)]
+            ends = co.all_to_all(b, mat, **kw)
+        return list(ends[0])
+    s = comm.nbytes
+    if comm.kind == "ce_copy":
+        ex = co.Executor("dma")
+        work = [(b.hbm(0), s), (b.hbm_w(0), s), *ex.work(b, 0, 2 * s, s)]
+        b.add(0, prefix, kind="comm", cat="a2a", work=work, delay_s=hw.dma.command_overhead_s, deps=list(after),
+              traffic={"a2a_read": s, "a2a_write": s}, window=ex.window(hw))  # fmt: skip
+        return [(0, prefix)]
+    reads, writes = (s, s) if comm.kind == "sm_copy" else (2 * s, s)
+    add_stream_kernel(b, prefix, reads, writes, comm.cus, after, cat="a2a")
+    return [(0, prefix)]
+
+
+# bytes read and written per byte of a stream kernel's pass (t3 measure's memory streams)
+STREAMS = {"read": (1.0, 0.0), "write": (0.0, 1.0), "copy": (0.5, 0.5), "triad": (2.0 / 3.0, 1.0 / 3.0)}
+
+
+def add_stream_kernel(
+    b: ScheduleBuilder, key: str, reads: float, writes: float, cus: int, after: list[Ref], cat: str = "a2a"
+) -> None:
+    """A memory-bound kernel on GPU 0 reading ``reads`` and writing ``writes`` bytes through ``cus`` CUs
+    (0: every CU). On a given number of blocks it loops over its bytes on them and holds those CUs
+    (an exclusive partition); on every CU it is a library kernel of many short blocks, sharing the CUs
+    as they free up. Its loads and stores go through the CUs at ``compute.cu_copy_Bps`` each (a
+    two-input reduction as :meth:`Executor.reduce_work`)."""
+    from t3.ops import collectives as co
+
+    hw = b.hw
+    ex = co.Executor("cu", cus=cus or hw.compute.cus, name=f"{key}.k", exclusive=bool(cus))
+    work = []
+    if reads:
+        work.append((b.hbm(0), reads))
+    if writes:
+        work.append((b.hbm_w(0), writes))
+    mem = reads + writes
+    work += ex.reduce_work(b, 0, mem) if reads > writes > 0 else ex.cu_work(b, 0, mem)
+    b.add(0, key, kind="comm", cat=cat, work=work, delay_s=hw.compute.kernel_launch_s, deps=list(after),
+          traffic={f"{cat}_read": reads, f"{cat}_write": writes}, window=ex.window(hw))  # fmt: skip
+
+
+def stream_bandwidth(hw: Hardware, stream: str, nbytes: float, cus: int = 0) -> dict[str, float]:
+    """A memory stream kernel alone (:data:`STREAMS`: ``nbytes`` read + written in one pass) on the
+    engine: its device time (the launch left out, as CUDA events around a long kernel measure it) and
+    bytes per second."""
+    from t3.sim.engine import Engine
+
+    if stream not in STREAMS:
+        raise ConfigError(f"stream: unknown stream '{stream}' ({', '.join(STREAMS)})")
+    rd, wr = STREAMS[stream]
+    b = ScheduleBuilder("stream", hw, hw.topology.gpus, symmetric=True)
+    add_stream_kernel(b, "s", rd * nbytes, wr * nbytes, cus, [])
+    t = Engine().run(b.build()).makespan - hw.compute.kernel_launch_s
+    return {"time_s": t, "Bps": nbytes / t}
+
+
+def _builder(hw: Hardware, comm: Comm) -> ScheduleBuilder:
+    n = comm.gpus if comm.kind in COLLECTIVES else hw.topology.gpus
+    return ScheduleBuilder("interference", hw, n, symmetric=True)
+
+
+def _span(res, prefixes: tuple[str, ...]) -> float:
+    """Time from 0 to the end of the last op whose key starts with one of ``prefixes``."""
+    t = 0.0
+    for op in res.schedule.ops:
+        if str(op.key).startswith(prefixes):
+            t = max(t, res.end[op.id])
+    return t
+
+
+def _run(hw: Hardware, shape: GemmShape, comm: Comm, gemms: int, comms: int) -> tuple[float, float, int]:
+    """GEMMs run ``gemms`` times back to back and the communication ``comms`` times back to back, the
+    two chains side by side from time 0 (0 repetitions: absent). Returns (end of the GEMM chain, end of
+    the communication chain, engine events)."""
+    from t3.ops.gemm import add_gemm, plan_gemm
+    from t3.sim.engine import Engine
+
+    b = _builder(hw, comm)
+    plan = plan_gemm(shape, hw)
+    after: list[Ref] = []
+    for i in range(gemms):
+        after = add_gemm(b, 0, plan, prefix=f"gemm{i}", deps=after)[-1:]
+    after = []
+    for i in range(comms):
+        after = add_comm(b, comm, f"comm{i}", after)
+    res = Engine().run(b.build())
+    return _span(res, ("gemm",)), _span(res, ("comm",)), res.events
+
+
+def interference(
+    shape: GemmShape, comm: Comm, hw: Hardware, arrangement: str = "background"
+) -> dict[str, float]:
+    """Times (s) of the GEMM and of the communication each alone and beside the other, and the
+    slowdowns ``together / alone - 1`` of each (:data:`ARRANGEMENTS`; the inputs are checked by
+    :func:`t3.api.interference`)."""
+    if arrangement not in ARRANGEMENTS:
+        raise ConfigError(f"arrangement: unknown arrangement '{arrangement}' ({', '.join(ARRANGEMENTS)})")
+    gemm_alone, _, _ = _run(hw, shape, comm, 1, 0)
+    _, comm_alone, _ = _run(hw, shape, comm, 0, 1)
+    events = 0
+    if arrangement == "together":
+        g, c, events = _run(hw, shape, comm, 1, 1)
+        gemm_with, comm_with = g, c
+    else:
+        # the GEMM beside communication that outlasts it, and the communication beside GEMMs that do
+        gemm_with = comm_with = math.nan
+        for victim in ("gemm", "comm"):
+            own, other = (gemm_alone, comm_alone) if victim == "gemm" else (comm_alone, gemm_alone)
+            reps = max(2, math.ceil(2.0 * own / other) + 1)
+            while True:
+                if reps > MAX_REPEATS:
+                    raise SimulationError(
+                        f"nbytes: the {'communication' if victim == 'gemm' else 'GEMM'} is over "
+                        f"{MAX_REPEATS} times shorter than the {victim}; a background of it is not modelled"
+                    )
+                args = (1, reps) if victim == "gemm" else (reps, 1)
+                g, c, ev = _run(hw, shape, comm, *args)
+                events += ev
+                mine, theirs = (g, c) if victim == "gemm" else (c, g)
+                if theirs > mine * (1 + 1e-9):  # the background outlasted the victim
+                    break
+                reps *= 2
+            if victim == "gemm":
+                gemm_with = g
+            else:
+                comm_with = c
+    pair = max(gemm_with, comm_with) if arrangement == "together" else math.nan
+    return {
+        "gemm_alone_s": gemm_alone,
+        "comm_alone_s": comm_alone,
+        # together: both launched at once, against one after the other
+        "pair_together_s": pair,
+        "pair_slowdown": pair / (gemm_alone + comm_alone) - 1.0,
+        "gemm_together_s": gemm_with,
+        "comm_together_s": comm_with,
+        "gemm_slowdown": gemm_with / gemm_alone - 1.0,
+        "comm_slowdown": comm_with / comm_alone - 1.0,
+        "events": float(events),
+    }

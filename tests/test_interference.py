@@ -1,0 +1,122 @@
+"""A GEMM beside a communication on the same GPU (:func:`t3.api.interference`): the CUs a communication
+kernel holds, checked against the closed form where memory cannot interfere, and the directions every
+mechanism must move the slowdowns, over several shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from t3 import api
+from t3.config.hardware import load_hardware
+from t3.errors import ConfigError
+from t3.ops.gemm import plan_gemm
+from t3.workload.sublayers import GemmShape
+
+H100 = load_hardware("h100-8")
+# memory that never limits or queues (the copy engines move far less than it serves): only the CUs are
+# shared
+NO_MEMORY = H100.with_overrides({"hbm.bandwidth_Bps": 1e18, "hbm.latency_s": 0.0, "hbm.service_s": 0.0})
+SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (16384, 1024, 8192), (2048, 7168, 8192)]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("k", [4, 16, 66])
+def test_a_kernel_on_k_cus_leaves_the_gemm_the_other_cus(shape, k):
+    """Closed form: a compute-bound GEMM beside a copy kernel that holds k CUs for the GEMM's whole span
+    runs its waves on cus - k CUs: a wave of u tiles takes max(1, u / (cus - k)) times as long (fluid CU
+    sharing; a last partial wave of at most cus - k tiles loses nothing)."""
+    r = api.interference(*shape, "sm_copy", 1 << 34, gpus=1, cus=k, hardware=NO_MEMORY)
+    plan = plan_gemm(GemmShape(*shape, "bf16"), NO_MEMORY)
+    free = H100.compute.cus - k
+    alone = H100.compute.kernel_launch_s + sum(w.compute_s for w in plan.waves)
+    expect = H100.compute.kernel_launch_s + sum(w.compute_s * max(1.0, w.cus_used / free) for w in plan.waves)
+    # (the prologues' reads take a few 1e-11 s at this memory's 1e18 B/s)
+    assert r["gemm_alone_s"] == pytest.approx(alone, rel=1e-6)
+    assert r["gemm_together_s"] == pytest.approx(expect, rel=1e-6)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_copy_engines_take_no_cus(shape):
+    r = api.interference(*shape, "ce_copy", 1 << 34, gpus=1, hardware=NO_MEMORY)
+    assert r["gemm_slowdown_pct"] == pytest.approx(0.0, abs=1e-9)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_more_held_cus_slow_the_gemm_more(shape):
+    s = [
+        api.interference(*shape, "sm_copy", 1 << 32, gpus=1, cus=k)["gemm_slowdown_pct"]
+        for k in (2, 8, 32, 64)
+    ]
+    assert s == sorted(s) and s[0] < s[-1]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("op", ["all_gather", "reduce_scatter"])
+def test_a_library_collective_holds_its_channels(shape, op):
+    """NCCL's blocks own their SMs (collective.exclusive_cus): the GEMM slows by at least the share of
+    the channels' CUs, more with more channels, and less where the blocks would share their SMs."""
+    held = api.interference(*shape, op, 256 << 20, gpus=8)
+    free = H100.compute.cus - H100.collective.channels
+    plan = plan_gemm(GemmShape(*shape, "bf16"), H100)
+    # the CUs alone: every wave on the free CUs (the memory only adds to it)
+    lost = sum(w.compute_s * (max(1.0, w.cus_used / free) - 1.0) for w in plan.waves)
+    assert held["gemm_together_s"] - held["gemm_alone_s"] >= lost * (1 - 1e-6)
+    more = api.interference(
+        *shape, op, 256 << 20, gpus=8, hardware=H100.with_overrides({"collective.channels": 32})
+    )
+    assert more["gemm_slowdown_pct"] > held["gemm_slowdown_pct"]
+    shared = H100.with_overrides({"collective.exclusive_cus": False})
+    assert (
+        api.interference(*shape, op, 256 << 20, gpus=8, hardware=shared)["gemm_slowdown_pct"]
+        < (held["gemm_slowdown_pct"])
+    )
+
+
+@pytest.mark.parametrize("shape", SHAPES[:2])
+def test_a_pair_launched_together_is_between_the_longer_one_and_the_sum(shape):
+    for ex in ("cu", "dma"):
+        r = api.interference(*shape, "all_gather", 512 << 20, gpus=8, arrangement="together", executor=ex)
+        assert max(r["gemm_alone_s"], r["comm_alone_s"]) <= r["pair_together_s"] * (1 + 1e-12)
+        assert r["pair_together_s"] <= r["gemm_alone_s"] + r["comm_alone_s"]
+        assert r["pair_slowdown_pct"] == pytest.approx(
+            100 * (r["pair_together_s"] / (r["gemm_alone_s"] + r["comm_alone_s"]) - 1)
+        )
+
+
+def test_a_short_communication_slows_less_launched_once_than_in_the_background():
+    once = api.interference(8192, 8192, 8192, "all_gather", 8 << 20, gpus=8, arrangement="together")
+    bg = api.interference(8192, 8192, 8192, "all_gather", 8 << 20, gpus=8)
+    assert 0 < once["gemm_slowdown_pct"] < bg["gemm_slowdown_pct"]
+
+
+@pytest.mark.parametrize(
+    "kw,needle",
+    [
+        (dict(comm="sm_copy", nbytes=1 << 20, gpus=8), "gpus: sm_copy is one GPU's own traffic"),
+        (dict(comm="all_gather", nbytes=1 << 20, cus=4), "cus: a collective runs"),
+        (dict(comm="ce_copy", nbytes=1 << 20, gpus=1, cus=4), "cus: ce_copy"),
+        (dict(comm="sm_copy", nbytes=1 << 20, gpus=1, cus=500), "cus: 500 exceed"),
+        (dict(comm="sm_copy", nbytes=1 << 20, gpus=1, executor="dma"), "executor: sm_copy"),
+        (dict(comm="broadcast", nbytes=1 << 20), "comm: unknown comm"),
+        (dict(comm="all_gather", nbytes=0), "nbytes: must be >= 1"),
+        (dict(comm="all_gather", nbytes=1 << 20, arrangement="sometimes"), "arrangement: unknown"),
+        (dict(comm="all_gather", nbytes=1 << 20, algo="tree"), "algo: unknown algo"),
+    ],
+)
+def test_bad_inputs_name_the_field(kw, needle):
+    with pytest.raises(ConfigError, match=needle):
+        api.interference(4096, 4096, 4096, **kw)
+
+
+def test_memory_streams_and_latencies():
+    read = api.memory_stream("read", 1 << 30)["Bps"]
+    assert read == pytest.approx(H100.hbm.effective_Bps, rel=1e-9)  # a pure read: the whole capacity
+    copy = api.memory_stream("copy", 1 << 30)["Bps"]
+    assert copy == pytest.approx(
+        read / (1 + H100.hbm.turnaround * 0.5), rel=1e-9
+    )  # the turnaround closed form
+    one = api.memory_stream("copy", 1 << 30, cus=1)["Bps"]
+    assert one == pytest.approx(H100.compute.cu_copy_Bps, rel=1e-9)  # one CU: its own copy rate
+    assert api.latency("kernel_launch")["time_s"] == H100.compute.kernel_launch_s
+    with pytest.raises(ConfigError, match="what: unknown what"):
+        api.latency("sync")

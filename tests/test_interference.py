@@ -13,9 +13,11 @@ from t3.ops.gemm import plan_gemm
 from t3.workload.sublayers import GemmShape
 
 H100 = load_hardware("h100-8")
-# memory that never limits or queues (the copy engines move far less than it serves): only the CUs are
-# shared
-NO_MEMORY = H100.with_overrides({"hbm.bandwidth_Bps": 1e18, "hbm.latency_s": 0.0, "hbm.service_s": 0.0})
+# memory that never limits or queues (the copy engines move far less than it serves) and DRAM traffic that
+# does not pass the GEMM's L2: only the CUs are shared
+NO_MEMORY = H100.with_overrides(
+    {"hbm.bandwidth_Bps": 1e18, "hbm.latency_s": 0.0, "hbm.service_s": 0.0, "compute.l2_memory_side": False}
+)
 SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (16384, 1024, 8192), (2048, 7168, 8192)]
 
 
@@ -120,3 +122,52 @@ def test_memory_streams_and_latencies():
     assert api.latency("kernel_launch")["time_s"] == H100.compute.kernel_launch_s
     with pytest.raises(ConfigError, match="what: unknown what"):
         api.latency("sync")
+
+
+# ---- a memory-side L2 (compute.l2_memory_side): communication's DRAM bytes share the L2 with the GEMM's
+# operand loads
+
+NO_DRAM_LIMIT = H100.with_overrides({"hbm.bandwidth_Bps": 1e18, "hbm.latency_s": 0.0, "hbm.service_s": 0.0})
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_l2_path_leaves_a_gemm_alone_unchanged(shape):
+    on = api.gemm(*shape, hardware=H100)["time_s"]
+    off = api.gemm(*shape, hardware=H100.with_overrides({"compute.l2_memory_side": False}))["time_s"]
+    assert on == pytest.approx(off, rel=1e-9)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_copy_engine_traffic_slows_an_l2_bound_gemm_through_the_l2(shape):
+    """DRAM that never limits: copy-engine copies slow the GEMM only through the shared L2, more the more
+    the engines move, and not at all where DRAM traffic takes another path."""
+    slow = []
+    for rate in (50e9, 200e9, 800e9):
+        hw = NO_DRAM_LIMIT.with_overrides({"dma.bandwidth_Bps": rate})
+        slow.append(api.interference(*shape, "ce_copy", 1 << 33, gpus=1, hardware=hw)["gemm_slowdown_pct"])
+        off = hw.with_overrides({"compute.l2_memory_side": False})
+        assert api.interference(*shape, "ce_copy", 1 << 33, gpus=1, hardware=off)["gemm_slowdown_pct"] == (
+            pytest.approx(0.0, abs=1e-9)
+        )
+    assert slow == sorted(slow) and slow[-1] > 0
+
+
+def test_an_l2_bound_wave_shares_the_l2_in_proportion():
+    """Closed form of one full wave whose tiles need the whole L2 (8192^3 bf16 on h100-8 is L2-bound) beside
+    a copy stream of X B/s through the L2: the filling scales both until the L2 is full, so the GEMM runs at
+    C / (C + X') of its speed, X' = what the copy asks (its engines' rate) and C the L2's capacity, when the
+    GEMM alone uses all of C."""
+    from t3.ops.gemm import l2_body_bytes
+
+    hw = NO_DRAM_LIMIT.with_overrides({"dma.bandwidth_Bps": 100e9})
+    plan = plan_gemm(GemmShape(8192, 8192, 8192, "bf16"), hw)
+    w = plan.waves[1]
+    use = (l2_body_bytes(plan, w, hw) + sum(w.write_bytes.values())) / w.compute_s  # the wave's L2 rate alone
+    cap = hw.compute.l2_Bps
+    x = 4 * 100e9 * 2  # 4 engines' copies: every byte read and written, both through the L2
+    r = api.interference(8192, 8192, 8192, "ce_copy", 1 << 34, gpus=1, hardware=hw)
+    if use + x > cap:
+        expect = (use + x) / cap  # both slowed by the same factor (proportional filling)
+        assert 1 + r["gemm_slowdown_pct"] / 100 == pytest.approx(expect, rel=0.02)
+    else:
+        assert r["gemm_slowdown_pct"] == pytest.approx(0.0, abs=1e-6)

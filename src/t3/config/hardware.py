@@ -57,6 +57,12 @@ class Compute(_Strict):
     l2_Bps: float | None = Field(
         default=None, gt=0, description="L2-to-CU bandwidth of the whole GPU (default: never limits a tile)"
     )
+    l2_memory_side: bool = Field(
+        default=False,
+        description="every DRAM access, of any engine (CU kernels, copy engines, link traffic landing in"
+        " memory), passes the L2 that feeds the GEMM's tiles, so communication's DRAM bytes share l2_Bps"
+        " with the GEMM's operand loads; false: they reach DRAM by another path",
+    )
     k_step: int = Field(default=32, gt=0, description="GEMM K elements per inner-loop stage (BLOCK_K)")
     k_stages: int = Field(
         default=2, gt=0, description="GEMM pipeline stages loaded ahead (the prologue; bytes in flight)"

@@ -386,6 +386,14 @@ def _wrapped(a: int, b: int, width: int) -> range | list[int]:
     return list(range(c0, width)) + list(range(0, hi - width))
 
 
+def l2_body_bytes(plan: GemmPlan, w: Wave, hw: Hardware) -> float:
+    """Operand bytes a wave's tiles load from the L2 after the prologue (hits and misses alike): per
+    tile ``(tile_m + tile_n) x K`` elements, less the prologue's first ``k_stages x k_step`` of K."""
+    s = plan.shape
+    kfrac = min(1.0, hw.compute.k_stages * hw.compute.k_step / s.k)
+    return w.n_tiles * (plan.tile_m + plan.tile_n) * s.k * s.elem_bytes * (1.0 - kfrac)
+
+
 def add_gemm(
     b,
     gpu: int,
@@ -423,6 +431,7 @@ def add_gemm(
             work=[(hbm, w.prologue_bytes)],
             delay_s=hw.compute.kernel_launch_s if (launch and w.index == 0) else 0.0,
             deps=load_deps, traffic={"gemm_read": w.prologue_bytes}, prio=prio, window=w.window_bytes,
+            l2=0.0,  # (the prologue is modelled as the wave's first DRAM reads; its loads go with the body's)
         )  # fmt: skip
         wbytes = sum(w.write_bytes.values()) if stores is None else stores.get(w.index, 0.0)
         body_reads = w.read_bytes - w.prologue_bytes
@@ -432,6 +441,7 @@ def add_gemm(
             caps=[(cu, float(w.cus_used))],
             deps=[(gpu, f"{prefix}.L{w.index}")],
             traffic={"gemm_read": body_reads, "gemm_write": wbytes}, prio=prio, window=w.window_bytes,
+            l2=l2_body_bytes(plan, w, hw) + wbytes if b.l2_side else None,
         )  # fmt: skip
         made_ops.append((load, body))
         refs.append((gpu, f"{prefix}.C{w.index}"))

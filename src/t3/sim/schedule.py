@@ -182,6 +182,10 @@ class ScheduleBuilder:
         self.meta: dict = {}
         # ops added before, by a caller's key of the arguments that made them (:meth:`add_like`)
         self.templates: dict = {}
+        # a memory-side L2 (compute.l2_memory_side): every op's DRAM bytes also pass the GPU's L2
+        c = hw.compute
+        self.l2_side = bool(c.l2_memory_side and c.l2_Bps)
+        self._l2_of: dict[int, int] = {}  # DRAM resource -> the L2 its bytes pass
 
     # ---- resources -------------------------------------------------------------------------
     def canon(self, gpu: int) -> int:
@@ -211,6 +215,17 @@ class ScheduleBuilder:
             if self._res[idx].timing is None:
                 self._res[idx].timing = hbm_timing(self.hw)
             self._known["hbm", gpu] = idx
+            if self.l2_side:
+                self._l2_of[idx] = self.l2(gpu)
+        return idx
+
+    def l2(self, gpu: int) -> int:
+        """The GPU's L2 as a bandwidth (``compute.l2_Bps``): a GEMM's operand loads, and where the L2 is
+        memory-side, every op's DRAM bytes (:meth:`add`)."""
+        idx = self._known.get(("l2", gpu))
+        if idx is None:
+            g = self.canon(gpu)
+            idx = self._known["l2", gpu] = self._resource(f"l2:{g}", float(self.hw.compute.l2_Bps), "l2", g)
         return idx
 
     def hbm_w(self, gpu: int) -> int:
@@ -300,7 +315,11 @@ class ScheduleBuilder:
         acquire: Iterable[tuple[int, int]] = (),
         release: Iterable[tuple[int, int]] = (),
         window: float = 0.0,
+        l2: float | None = None,
     ) -> Op:
+        """Add an op (see :class:`Op`). With a memory-side L2 (``compute.l2_memory_side``) the op's DRAM
+        bytes, read and written, also pass its GPU's L2 (:meth:`l2`), or ``l2`` bytes where given (a GEMM
+        states the operand bytes its tiles load from the L2, hits and misses alike)."""
         ref = self._new_ref(gpu, key)
         merged: dict[int, float] = {}
         writes: dict[int, float] | None = None
@@ -323,6 +342,18 @@ class ScheduleBuilder:
                 raise ScheduleError(f"op {ref}: negative work on {self._res[r].name}")
         if window < 0:
             raise ScheduleError(f"op {ref}: negative window")
+        if self.l2_side:
+            if l2 is None:
+                through: dict[int, float] = {}
+                for r, a in merged.items():
+                    l2r = self._l2_of.get(r)
+                    if l2r is not None:
+                        through[l2r] = through.get(l2r, 0.0) + a
+                for r, a in through.items():
+                    merged[r] = merged.get(r, 0.0) + a
+            elif l2 > 0:
+                r = self.l2(gpu)
+                merged[r] = merged.get(r, 0.0) + l2
         tr: dict[str, float] = {}
         if traffic:
             for k, v in traffic.items():

@@ -315,7 +315,7 @@ INTERFERERS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sm_c
 def interference(
     m: int, n: int, k: int, comm: str, nbytes: int, gpus: int = 8, hardware: str | Path | Hardware = "h100-8",
     dtype: str = "bf16", cus: int = 0, algo: str = "auto", arrangement: str = "background",
-    executor: str = "cu",
+    executor: str = "cu", channels: int = 0, lead_s: float = 0.0,
 ) -> dict[str, Any]:  # fmt: skip
     """A GEMM ``(m x k) @ (k x n)`` and a communication on the same GPU at the same time
     (:mod:`t3.ops.interference`): ``comm`` is a collective of ``nbytes`` (nccl-tests sizes) on ``gpus``
@@ -323,13 +323,17 @@ def interference(
     :func:`collective`), or one GPU's own traffic (``gpus=1``): ``sm_copy`` (a copy kernel of ``nbytes``
     on ``cus`` CUs, 0 = every CU), ``sm_reduce`` (``c = a + b``, ``nbytes`` of output) or ``ce_copy`` (a
     copy of ``nbytes`` on the copy engines). A collective's ``executor``: the library's CU kernels
-    (``cu``) or the copy engines (``dma``). ``arrangement``: ``background`` (the other kernel runs back
-    to back for the whole of each one's span) or ``together`` (both launched once at the same moment).
+    (``cu``) or the copy engines (``dma``), and its ``channels`` (0: the preset's). ``arrangement``:
+    ``background`` (the other kernel runs back to back for the whole of each one's span) or ``together``
+    (both launched once at the same moment; ``lead_s``: the GEMM starts that much after the
+    communication, and its time together includes the wait).
 
     Returns ``gemm_alone_s``, ``gemm_together_s``, ``comm_alone_s``, ``comm_together_s`` and the
     slowdowns ``gemm_slowdown_pct`` / ``comm_slowdown_pct`` (100 x (together / alone - 1)); with
     ``together`` also ``pair_together_s`` (both done) and ``pair_slowdown_pct`` (against the two one
     after the other: negative where running them together gains)."""
+    import math
+
     from t3.errors import ConfigError
     from t3.ops.interference import ARRANGEMENTS, LOCAL, Comm
     from t3.ops.interference import interference as run_interference
@@ -343,7 +347,19 @@ def interference(
     _check_choice("arrangement", arrangement, ARRANGEMENTS)
     _check_choice("executor", executor, ("cu", "dma"))
     cus = _check_int("cus", cus, 0)
+    channels = _check_int("channels", channels, 0)
+    if (
+        isinstance(lead_s, bool)
+        or not isinstance(lead_s, int | float)
+        or not math.isfinite(lead_s)
+        or lead_s < 0
+    ):
+        raise ConfigError(f"lead_s: must be a finite number of seconds >= 0, got {lead_s!r}")
+    if lead_s and arrangement != "together":
+        raise ConfigError("lead_s: a lead is a delay after a launch together: arrangement must be 'together'")
     if comm in LOCAL:
+        if channels:
+            raise ConfigError(f"channels: {comm} is not a collective (cus sets its CUs)")
         if gpus != 1:
             raise ConfigError(f"gpus: {comm} is one GPU's own traffic: gpus must be 1, got {gpus!r}")
         if algo != "auto":
@@ -357,7 +373,9 @@ def interference(
     else:
         gpus = _check_gpus(gpus, hw)
         if cus:
-            raise ConfigError("cus: a collective runs on the library's channels, not on a given CU count")
+            raise ConfigError("cus: a collective runs on the library's channels (set channels), not on cus")
+        if channels > hw.compute.cus:
+            raise ConfigError(f"channels: {channels} exceed the {hw.compute.cus} CUs of '{hw.name}'")
         valid = collective_algos(comm, hw, gpus)
         if not valid:
             raise ConfigError(f"comm: {comm} is modelled on mesh and switch topologies only")
@@ -368,17 +386,18 @@ def interference(
             from t3.ops.collectives import Executor, choose
 
             size = nbytes * (gpus - 1) / gpus if comm == "all_to_all" else nbytes
-            algo = str(choose(comm, float(size), hw, gpus, Executor(executor)))
-    c = Comm(comm, float(nbytes), gpus, cus, algo, executor)
-    r = run_interference(GemmShape(m, n, k, dtype), c, hw, arrangement)
+            algo = str(choose(comm, float(size), hw, gpus, Executor(executor, channels or None)))
+    c = Comm(comm, float(nbytes), gpus, cus, algo, executor, channels)
+    r = run_interference(GemmShape(m, n, k, dtype), c, hw, arrangement, ("gemm", float(lead_s)))
     return {
         "m": m, "n": n, "k": k, "dtype": dtype, "comm": comm, "nbytes": nbytes, "gpus": gpus, "cus": cus,
         "algo": algo, "arrangement": arrangement, "hardware": hw.name,
         "gemm_alone_s": r["gemm_alone_s"], "gemm_together_s": r["gemm_together_s"],
         "comm_alone_s": r["comm_alone_s"], "comm_together_s": r["comm_together_s"],
-        "executor": executor, "gemm_slowdown_pct": 100.0 * r["gemm_slowdown"],
-        "comm_slowdown_pct": 100.0 * r["comm_slowdown"], "pair_together_s": r["pair_together_s"],
-        "pair_slowdown_pct": 100.0 * r["pair_slowdown"],
+        "executor": executor, "channels": channels, "lead_s": float(lead_s),
+        "gemm_slowdown_pct": 100.0 * r["gemm_slowdown"], "comm_slowdown_pct": 100.0 * r["comm_slowdown"],
+        **({"pair_together_s": r["pair_together_s"], "pair_slowdown_pct": 100.0 * r["pair_slowdown"]}
+           if "pair_together_s" in r else {}),
     }  # fmt: skip
 
 

@@ -89,7 +89,7 @@ def test_good_rows_load_with_their_defaults():
     (r,) = parse_rows(INTERFERENCE, "t.toml")
     assert r.workload == {"victim": "compute", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16", "comm": "sm_copy",
                           "nbytes": 268435456, "gpus": 1, "cus": 16, "algo": "auto", "executor": "cu",
-                          "arrangement": "background"}  # fmt: skip
+                          "channels": 0, "lead_us": 0.0, "arrangement": "background"}  # fmt: skip
     (p,) = parse_rows(PAIR, "t.toml")
     assert p.workload["gpus"] == 8 and p.published == {"alone_ms": 2.96, "together_ms": 2.02}
     (s,) = parse_rows(STREAM, "t.toml")

@@ -48,6 +48,7 @@ class Comm:
     cus: int = 0
     algo: str = "auto"
     executor: str = "cu"  # a collective's: the library's CU kernels, or the copy engines ("dma")
+    channels: int = 0  # a collective's channels (its kernels' CUs); 0: the preset's collective.channels
 
     def describe(self) -> str:
         if self.kind in COLLECTIVES:
@@ -64,7 +65,8 @@ def add_comm(b: ScheduleBuilder, comm: Comm, prefix: str, after: list[Ref]) -> l
     hw = b.hw
     if comm.kind in COLLECTIVES:
         start = (lambda g: list(after)) if after else co._no_deps
-        kw = dict(start=start, prefix=prefix, algo=comm.algo, ex=co.Executor(comm.executor))
+        ex = co.Executor(comm.executor, comm.channels or None)
+        kw = dict(start=start, prefix=prefix, algo=comm.algo, ex=ex)
         if comm.kind == "all_reduce":
             ends = co.all_reduce(b, comm.nbytes, **kw)
         elif comm.kind == "reduce_scatter":
@@ -145,19 +147,30 @@ def _span(res, prefixes: tuple[str, ...]) -> float:
     return t
 
 
-def _run(hw: Hardware, shape: GemmShape, comm: Comm, gemms: int, comms: int) -> tuple[float, float, int]:
+def _run(
+    hw: Hardware, shape: GemmShape, comm: Comm, gemms: int, comms: int, lead: tuple[str, float] = ("", 0.0)
+) -> tuple[float, float, int]:
     """GEMMs run ``gemms`` times back to back and the communication ``comms`` times back to back, the
-    two chains side by side from time 0 (0 repetitions: absent). Returns (end of the GEMM chain, end of
-    the communication chain, engine events)."""
+    two chains side by side from time 0 (0 repetitions: absent); ``lead`` = (``"gemm"`` or ``"comm"``,
+    seconds): that chain starts so much later. Returns (end of the GEMM chain, end of the communication
+    chain, engine events)."""
     from t3.ops.gemm import add_gemm, plan_gemm
     from t3.sim.engine import Engine
 
     b = _builder(hw, comm)
     plan = plan_gemm(shape, hw)
-    after: list[Ref] = []
+    who, lead_s = lead
+
+    def start(chain: str) -> list[Ref]:
+        if lead_s <= 0 or who != chain:
+            return []
+        b.add(0, f"{chain}.lead", kind="lead", cat="gemm" if chain == "gemm" else "a2a", delay_s=lead_s)
+        return [(0, f"{chain}.lead")]
+
+    after: list[Ref] = start("gemm") if gemms else []
     for i in range(gemms):
         after = add_gemm(b, 0, plan, prefix=f"gemm{i}", deps=after)[-1:]
-    after = []
+    after = start("comm") if comms else []
     for i in range(comms):
         after = add_comm(b, comm, f"comm{i}", after)
     res = Engine().run(b.build())
@@ -165,18 +178,23 @@ def _run(hw: Hardware, shape: GemmShape, comm: Comm, gemms: int, comms: int) -> 
 
 
 def interference(
-    shape: GemmShape, comm: Comm, hw: Hardware, arrangement: str = "background"
-) -> dict[str, float]:
+    shape: GemmShape, comm: Comm, hw: Hardware, arrangement: str = "background",
+    lead: tuple[str, float] = ("", 0.0),
+) -> dict[str, float]:  # fmt: skip
     """Times (s) of the GEMM and of the communication each alone and beside the other, and the
     slowdowns ``together / alone - 1`` of each (:data:`ARRANGEMENTS`; the inputs are checked by
-    :func:`t3.api.interference`)."""
+    :func:`t3.api.interference`). ``lead`` = (``"gemm"`` or ``"comm"``, seconds): with ``together``, that
+    one starts so much after the other, and its time together includes the wait (a benchmark's sleep
+    on its stream)."""
     if arrangement not in ARRANGEMENTS:
         raise ConfigError(f"arrangement: unknown arrangement '{arrangement}' ({', '.join(ARRANGEMENTS)})")
+    if lead[1] and arrangement != "together":
+        raise ConfigError("lead: a lead is a delay after a launch together: arrangement = 'together'")
     gemm_alone, _, _ = _run(hw, shape, comm, 1, 0)
     _, comm_alone, _ = _run(hw, shape, comm, 0, 1)
     events = 0
     if arrangement == "together":
-        g, c, events = _run(hw, shape, comm, 1, 1)
+        g, c, events = _run(hw, shape, comm, 1, 1, lead)
         gemm_with, comm_with = g, c
     else:
         # the GEMM beside communication that outlasts it, and the communication beside GEMMs that do
@@ -201,16 +219,17 @@ def interference(
                 gemm_with = g
             else:
                 comm_with = c
-    pair = max(gemm_with, comm_with) if arrangement == "together" else math.nan
-    return {
+    out = {
         "gemm_alone_s": gemm_alone,
         "comm_alone_s": comm_alone,
-        # together: both launched at once, against one after the other
-        "pair_together_s": pair,
-        "pair_slowdown": pair / (gemm_alone + comm_alone) - 1.0,
         "gemm_together_s": gemm_with,
         "comm_together_s": comm_with,
         "gemm_slowdown": gemm_with / gemm_alone - 1.0,
         "comm_slowdown": comm_with / comm_alone - 1.0,
         "events": float(events),
     }
+    if arrangement == "together":  # both launched at once, against one after the other
+        pair = max(gemm_with, comm_with)
+        out["pair_together_s"] = pair
+        out["pair_slowdown"] = pair / (gemm_alone + comm_alone) - 1.0
+    return out

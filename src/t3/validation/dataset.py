@@ -112,6 +112,12 @@ WORKLOADS: dict[str, dict[str, Field]] = {
         # where a collective's data moves: the library's CU kernels ("cu") or the copy engines ("dma",
         # e.g. NCCL's copy-engine collectives)
         "executor": Field(str, "cu", choices=("cu", "dma")),
+        # a collective's channels (CUs of its kernels; NCCL_MAX_NCHANNELS), 0: the library's default (the
+        # preset's collective.channels)
+        "channels": Field(int, 0, minimum=0),
+        # the victim starts this long after the other kernel (a spin or sleep the benchmark puts on its
+        # stream), and its measured time includes it; 0: both start together
+        "lead_us": Field(float, 0.0, minimum=0),
         # "background": the communication runs, repeated back to back, for the whole of the victim's
         # time; "together": both are launched once at the same moment
         "arrangement": Field(str, "background", choices=("background", "together")),
@@ -275,6 +281,10 @@ def _workload(w: Any, category: str, fail) -> dict[str, Any]:
         v = w[k]
         if f.kind is int and (isinstance(v, bool) or not isinstance(v, int)):
             raise fail(f"workload.{k}", f"must be an integer, got {v!r}")
+        if f.kind is float and (
+            isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+        ):
+            raise fail(f"workload.{k}", f"must be a number, got {v!r}")
         if f.kind is str and not isinstance(v, str):
             raise fail(f"workload.{k}", f"must be a string, got {v!r}")
         if f.minimum is not None and v < f.minimum:
@@ -405,6 +415,12 @@ def _consistency(row: Row, fail) -> None:
             raise fail("workload.algo", f"{w['comm']} has no algorithm")
         if w["executor"] != "cu" and local:
             raise fail("workload.executor", f"{w['comm']} says where it runs by its name")
+        if w["channels"] and local:
+            raise fail("workload.channels", f"{w['comm']} is not a collective (cus sets its CUs)")
+        if w["lead_us"] and w["arrangement"] != "together":
+            raise fail(
+                "workload.lead_us", "a lead is a delay after a launch together: arrangement = 'together'"
+            )
         if w["victim"] == "pair" and w["arrangement"] != "together":
             raise fail("workload.arrangement", "a pair is launched together once: arrangement = 'together'")
         for suffix in ("ms", "us"):

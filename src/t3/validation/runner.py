@@ -91,11 +91,11 @@ class Predictor:
             return Outcome(row, measured_compared(row), r["tflops"], {"time_s": r["time_s"]})
         if row.category == "interference":
             kw = {k: w[k] for k in ("m", "n", "k", "dtype", "comm", "nbytes", "gpus", "cus", "algo",
-                                    "arrangement", "executor")}  # fmt: skip
-            r = self._call(api.interference, **kw, hardware=hw)
+                                    "arrangement", "executor", "channels")}  # fmt: skip
+            r = self._call(api.interference, **kw, lead_s=w["lead_us"] * 1e-6, hardware=hw)
             pct = {"compute": "gemm_slowdown_pct", "comm": "comm_slowdown_pct", "pair": "pair_slowdown_pct"}
             detail = {k: r[k] for k in ("algo", "gemm_alone_s", "gemm_together_s", "comm_alone_s",
-                                        "comm_together_s", "pair_together_s")}  # fmt: skip
+                                        "comm_together_s", "pair_together_s") if k in r}  # fmt: skip
             return Outcome(row, measured_compared(row), r[pct[w["victim"]]], detail)
         if row.category == "hbm_bandwidth":
             r = self._call(

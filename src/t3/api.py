@@ -309,7 +309,9 @@ def overlap(
     }  # fmt: skip
 
 
-INTERFERERS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sm_copy", "sm_reduce", "ce_copy")
+INTERFERERS = (
+    "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sm_copy", "sm_reduce", "ce_copy", "ce_d2h", "ce_h2d",
+)  # fmt: skip
 
 
 def interference(
@@ -321,8 +323,9 @@ def interference(
     (:mod:`t3.ops.interference`): ``comm`` is a collective of ``nbytes`` (nccl-tests sizes) on ``gpus``
     GPUs (``all_reduce``, ``reduce_scatter``, ``all_gather``, ``all_to_all``; ``algo`` as
     :func:`collective`), or one GPU's own traffic (``gpus=1``): ``sm_copy`` (a copy kernel of ``nbytes``
-    on ``cus`` CUs, 0 = every CU), ``sm_reduce`` (``c = a + b``, ``nbytes`` of output) or ``ce_copy`` (a
-    copy of ``nbytes`` on the copy engines). A collective's ``executor``: the library's CU kernels
+    on ``cus`` CUs, 0 = every CU), ``sm_reduce`` (``c = a + b``, ``nbytes`` of output), ``ce_copy`` (a
+    copy of ``nbytes`` on the copy engines, device to device) or ``ce_d2h`` / ``ce_h2d`` (to / from host
+    memory over ``dma.host_link_Bps``). A collective's ``executor``: the library's CU kernels
     (``cu``) or the copy engines (``dma``), and its ``channels`` (0: the preset's). ``arrangement``:
     ``background`` (the other kernel runs back to back for the whole of each one's span) or ``together``
     (both launched once at the same moment; ``lead_s``: the GEMM starts that much after the
@@ -366,8 +369,10 @@ def interference(
             raise ConfigError(f"algo: {comm} has no algorithm, got {algo!r}")
         if cus > hw.compute.cus:
             raise ConfigError(f"cus: {cus} exceed the {hw.compute.cus} CUs of '{hw.name}'")
-        if cus and comm == "ce_copy":
-            raise ConfigError("cus: ce_copy runs on the copy engines, not on CUs")
+        if cus and comm.startswith("ce_"):
+            raise ConfigError(f"cus: {comm} runs on the copy engines, not on CUs")
+        if comm in ("ce_d2h", "ce_h2d") and not hw.dma.host_link_Bps:
+            raise ConfigError(f"comm: {comm} needs dma.host_link_Bps, which '{hw.name}' does not set")
         if executor != "cu":
             raise ConfigError(f"executor: {comm} says where it runs by its name, got {executor!r}")
     else:

@@ -51,7 +51,9 @@ def _root(
 def _register() -> None:
     # one module per command; each registers itself on `app` (or on `reproduce_app`)
     from t3.cli import (  # noqa: F401
+        calibrate,
         ficco,
+        measure,
         presets,
         reproduce,
         reproduce_ficco,

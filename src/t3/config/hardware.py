@@ -184,6 +184,12 @@ class Dma(_Strict):
     staging_bytes: float = Field(
         default=0.0, ge=0, description="bytes one engine may read ahead of the link (a burst at trigger)"
     )
+    host_link_Bps: float = Field(
+        default=0.0,
+        ge=0,
+        description="bytes/s per direction between the GPU and host memory (PCIe, C2C) that copy-engine"
+        " copies to or from the host move at (0 = not modelled)",
+    )
 
 
 class Nmc(_Strict):

@@ -14,7 +14,8 @@ The interferers (the measurement kit ``t3 measure`` produces the local ones on o
   ``nbytes``);
 - ``sm_reduce``: a reduction kernel ``c = a + b`` on ``cus`` CUs with ``nbytes`` of output (reads twice
   that);
-- ``ce_copy``: a device-to-device copy of ``nbytes`` on the copy (DMA) engines.
+- ``ce_copy``: a device-to-device copy of ``nbytes`` on the copy (DMA) engines; ``ce_d2h`` / ``ce_h2d``:
+  a copy to / from host memory (a DRAM read / write only), over the host link (``dma.host_link_Bps``).
 
 Arrangements: ``background`` (the other kernel runs back to back for the whole of the victim's span,
 as a measurement keeps it busy) and ``together`` (both launched once at the same moment).
@@ -31,7 +32,7 @@ from t3.sim.schedule import Ref, ScheduleBuilder
 from t3.workload.sublayers import GemmShape
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
-LOCAL = ("sm_copy", "sm_reduce", "ce_copy")
+LOCAL = ("sm_copy", "sm_reduce", "ce_copy", "ce_d2h", "ce_h2d")
 ARRANGEMENTS = ("background", "together")
 # background runs: repetitions of the other kernel are added until they outlast the victim; at most this
 # many (a communication this much shorter than the GEMM is better measured another way)
@@ -80,6 +81,15 @@ def add_comm(b: ScheduleBuilder, comm: Comm, prefix: str, after: list[Ref]) -> l
             ends = co.all_to_all(b, mat, **kw)
         return list(ends[0])
     s = comm.nbytes
+    if comm.kind in ("ce_d2h", "ce_h2d"):
+        ex = co.Executor("dma")
+        g = b.canon(0)
+        host = b._resource(f"host:{g}:{comm.kind[3:]}", hw.dma.host_link_Bps, "link", g)
+        mem = (b.hbm(0), s) if comm.kind == "ce_d2h" else (b.hbm_w(0), s)
+        rw = "a2a_read" if comm.kind == "ce_d2h" else "a2a_write"
+        b.add(0, prefix, kind="comm", cat="a2a", work=[mem, (host, s), *ex.work(b, 0, 2 * s, s)],
+              delay_s=hw.dma.command_overhead_s, deps=list(after), traffic={rw: s}, window=ex.window(hw))  # fmt: skip
+        return [(0, prefix)]
     if comm.kind == "ce_copy":
         ex = co.Executor("dma")
         work = [(b.hbm(0), s), (b.hbm_w(0), s), *ex.work(b, 0, 2 * s, s)]

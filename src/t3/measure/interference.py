@@ -1,0 +1,323 @@
+"""GEMM slowdown beside a second kernel on one GPU: (a) a copy on k thread blocks, (b) copy-engine
+copies, (c) a reduction ``a + b -> c`` (all SMs through ``torch.add``, or k blocks through Triton).
+
+Two arrangements (the dataset's ``arrangement``):
+
+- ``background``: the interferer runs back to back on stream 2 for the whole of the GEMM's timed span
+  on stream 1 (the span's calls are the victim's samples; the interferer's calls that fall wholly inside
+  it are its own). Short interferer calls are grouped into units of ``r`` calls replayed from one CUDA
+  graph (a unit lasts >= ``UNIT_S``), so the host keeps ahead of the GPU; an interferer call's time is
+  then a unit's time / r. The run checks that the interferer outlasted the GEMM's span (``coverage``
+  >= 1) and takes it again with more calls where it did not.
+- ``together``: one GEMM call and one interferer call released at the same moment.
+
+Both streams are released by one event after a sleep gate (everything is queued first); the alone
+times are the same calls with nothing beside them, taken just before.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .plan import ALL, MiB
+from .rows import interference_rows, size_label
+from .suites import gemm_operands
+from .timing import batch, gate_for, stats
+
+UNIT_S = 200e-6  # an interferer unit (r calls, one launch) lasts at least this
+BG_MARGIN = 2.5  # interferer time queued = this x the GEMM's span alone (the GEMM slows down too)
+MAX_UNITS = 400
+SPAN_UNITS = 4  # the GEMM's timed span lasts at least this many interferer units (their samples)
+MAX_VICTIM_CALLS = 400
+TOGETHER_PER_REP = 5  # single launches per repetition in the together arrangement
+
+
+# the dataset's name of a copy-engine copy by direction
+CE_COMM = {"d2d": "ce_copy", "d2h": "ce_d2h", "h2d": "ce_h2d"}
+
+
+@dataclass(frozen=True)
+class Interferer:
+    comm: str  # sm_copy, sm_reduce, ce_copy (device to device), ce_d2h, ce_h2d
+    cus: int  # thread blocks (0: the library's own grid, or a copy engine)
+    nbytes: int  # bytes copied (a reduction: bytes of c)
+    kind: str  # "" or the copy direction (d2d, d2h, h2d)
+    what: str  # a phrase for the conventions
+    fn: Any  # fn(i): one call
+
+    @property
+    def rid(self) -> str:
+        cus = f"-cus{self.cus}" if not self.comm.startswith("ce_") else ""
+        kind = f"-{self.kind}" if self.kind else ""
+        return f"{self.comm}{kind}-{size_label(self.nbytes)}{cus}"
+
+
+@dataclass
+class Overlap:
+    victim: list[float]
+    comm: list[float]
+    coverage: float
+    host_s: float
+    gate_s: float
+
+
+def interference(run: Any) -> None:
+    bk, plan = run.bk, run.plan
+    streams = (bk.stream(), bk.stream(), bk.stream())
+    fixed = bk.fixed_grid()
+    if fixed:
+        run.skip("interference", "copy / add on k blocks", fixed)
+    for m, n, k, dtype in plan.victims:
+        with run.measuring("interference", f"GEMM {m}x{n}x{k} {dtype}"):
+            vop, vwhat = gemm_operands(bk, m, n, k, dtype, plan, None)
+            t_v = stats(batch(bk, vop, 5, 3)).median
+            for size in plan.intf_bytes:
+                for itf in _interferers(run, size, fixed):
+                    if run.over_budget("interference"):
+                        return
+                    label = f"GEMM {m}x{n}x{k} beside {itf.rid}"
+                    with run.measuring("interference", label):
+                        _background(run, streams, (m, n, k, dtype), vop, vwhat, t_v, itf)
+                        if _together_too(bk, plan, itf) and size == max(plan.intf_bytes):
+                            _together(run, streams, (m, n, k, dtype), vop, vwhat, itf)
+                run.release()
+            del vop
+        run.release()
+
+
+def _together_too(bk: Any, plan: Any, itf: Interferer) -> bool:
+    """Whether the plan also measures this interferer launched together with the GEMM (copy engines:
+    the device-to-device copy only)."""
+    blocks = ALL if itf.cus == bk.cus and not itf.comm.startswith("ce_") else itf.cus
+    return (itf.comm, blocks) in plan.together and itf.kind in ("", "d2d")
+
+
+def _interferers(run: Any, nbytes: int, fixed: str) -> list[Interferer]:
+    bk, plan, t = run.bk, run.plan, run.bk.torch
+    n = nbytes // 4
+    dev = bk.device
+    src = t.full((n,), 1.0, device=dev, dtype=t.float32)
+    dst = t.empty_like(src)
+    b = t.full((n,), 2.0, device=dev, dtype=t.float32)
+    out: list[Interferer] = []
+    mib = f"{nbytes / MiB:.0f} MiB"
+    grid = (
+        "its k chunks one after another (CPU)"
+        if bk.kind == "cpu"
+        else "Triton, grid = k blocks of 512 threads"
+    )
+    if not fixed:
+        for kk in sorted({min(bk.cus if k == ALL else k, bk.cus) for k in plan.copy_blocks}):
+            out.append(Interferer("sm_copy", kk, nbytes, "", f"a copy of {mib} (fp32) on k = {kk} thread blocks ({grid})",
+                                  lambda i, kk=kk: bk.block_copy(src, dst, kk)))  # fmt: skip
+    for k in sorted({0 if k == 0 else min(bk.cus if k == ALL else k, bk.cus) for k in plan.reduce_blocks}):
+        if k == 0:
+            out.append(Interferer("sm_reduce", 0, nbytes, "", f"torch.add(a, b, out=c) on {mib} fp32 arrays (every SM, PyTorch's grid)",
+                                  lambda i: t.add(src, b, out=dst)))  # fmt: skip
+        elif not fixed:
+            kk = k
+            out.append(Interferer("sm_reduce", kk, nbytes, "", f"c = a + b on {mib} fp32 arrays on k = {kk} thread blocks ({grid})",
+                                  lambda i, kk=kk: bk.block_add(src, b, dst, kk)))  # fmt: skip
+    host = bk.host_buffer(nbytes) if any(c in ("d2h", "h2d") for c in plan.ce_kinds) else None
+    raw_src, raw_dst = src.view(t.uint8), dst.view(t.uint8)
+    ce = {
+        "d2d": (lambda i: raw_dst.copy_(raw_src, non_blocking=True), f"device-to-device copy of {mib} (dst.copy_(src), cudaMemcpyAsync)"),
+        "d2h": (lambda i: host.copy_(raw_src, non_blocking=True), f"device-to-host copy of {mib} into pinned memory"),
+        "h2d": (lambda i: raw_dst.copy_(host, non_blocking=True), f"host-to-device copy of {mib} from pinned memory"),
+    }  # fmt: skip
+    for kind in plan.ce_kinds:
+        fn, what = ce[kind]
+        key = ("copy_kind", kind, nbytes)
+        if key not in run.cache:
+            run.cache[key] = bk.copy_kind(lambda fn=fn: fn(0))
+        path = run.cache[key]
+        out.append(
+            Interferer(CE_COMM[kind], 0, nbytes, kind, f"{what}, non_blocking on its own stream; {path}", fn)
+        )
+    return out
+
+
+def _release(bk: Any, streams: tuple[Any, Any, Any], gate_s: float) -> Any:
+    """Gate stream 0, record the release event on it, make streams 1 and 2 wait for it."""
+    g, s1, s2 = streams
+    go = bk.event()
+    with bk.use(g):
+        bk.gate(gate_s)
+        go.record()
+    bk.wait(s1, go)
+    bk.wait(s2, go)
+    return go
+
+
+def _overlap(bk: Any, streams: tuple[Any, Any, Any], vop: Any, v_iters: int, unit: Any, units: int,
+             gate_s: float) -> Overlap:  # fmt: skip
+    """The GEMM ``v_iters`` times on stream 1 beside ``units`` interferer units on stream 2."""
+    _, s1, s2 = streams
+    bk.sync()
+    h0 = time.perf_counter()
+    go = _release(bk, streams, gate_s)
+    cev = [bk.event() for _ in range(units + 1)]
+    vev = [bk.event() for _ in range(v_iters + 1)]
+    j = 0
+    with bk.use(s2):
+        cev[0].record()
+        while not bk.concurrent and j < units:  # sequential backends: the whole background first
+            unit(j)
+            j += 1
+            cev[j].record()
+    with bk.use(s1):
+        vev[0].record()
+    for i in range(v_iters):  # queue both streams in step, so neither waits for the host
+        with bk.use(s2):
+            while j < math.ceil(units * (i + 1) / v_iters):
+                unit(j)
+                j += 1
+                cev[j].record()
+        with bk.use(s1):
+            vop(i)
+            vev[i + 1].record()
+    host = time.perf_counter() - h0
+    bk.sync()
+    tv = [bk.elapsed(go, e) for e in vev]
+    tc = [bk.elapsed(go, e) for e in cev]
+    victim = [b - a for a, b in zip(tv, tv[1:], strict=False)]
+    inside = [b - a for a, b in zip(tc, tc[1:], strict=False) if a >= tv[0] and b <= tv[-1]]
+    span = tv[-1] - tv[0]
+    cov = (tc[-1] - tv[0]) / span if span > 0 else 0.0
+    if not bk.concurrent or not inside:
+        inside = [b - a for a, b in zip(tc, tc[1:], strict=False)]
+    return Overlap(victim, inside, cov, host, gate_s)
+
+
+def _background(run: Any, streams: tuple[Any, Any, Any], shape: tuple[int, int, int, str], vop: Any, vwhat: str,
+                t_v: float, itf: Interferer) -> None:  # fmt: skip
+    bk, plan = run.bk, run.plan
+    _, s1, s2 = streams
+    c1 = stats(batch(bk, itf.fn, 3, 2, stream=s2)).median
+    r = max(1, math.ceil(UNIT_S / c1))
+    unit, how = bk.repeat(itf.fn, r, graph=itf.kind not in ("d2h", "h2d"))
+    u_alone = batch(bk, unit, plan.intf_iters, 1, stream=s2)
+    # the GEMM's span: the plan's, and at least SPAN_UNITS of the interferer's units
+    span = max(plan.victim_span_s, SPAN_UNITS * stats(u_alone).median)
+    v_iters = max(3, min(MAX_VICTIM_CALLS, math.ceil(span / t_v)))
+    v_alone = batch(bk, vop, v_iters, 2, stream=s1)
+    units = min(MAX_UNITS, math.ceil(BG_MARGIN * sum(v_alone) / stats(u_alone).median) + 2)
+    victim: list[float] = []
+    comm: list[float] = []
+    covs: list[float] = []
+    gate_s = gate_for(units + v_iters)
+    for _ in range(plan.intf_reps):
+        for _attempt in range(3):
+            ov = _overlap(bk, streams, vop, v_iters, unit, units, gate_s)
+            if not bk.concurrent or (ov.coverage >= 1.0 and ov.host_s < 0.9 * gate_s):
+                break
+            if ov.host_s >= 0.9 * gate_s:
+                gate_s = 2.0 * ov.host_s + 1e-3
+            if ov.coverage < 1.0:
+                units = min(MAX_UNITS * 4, units * 2)
+        victim += ov.victim
+        comm += [c / r for c in ov.comm]
+        covs.append(ov.coverage)
+    cov = min(covs)
+    m, n, k, dtype = shape
+    workload = {"m": m, "n": n, "k": k, "dtype": dtype, "comm": itf.comm, "nbytes": itf.nbytes, "gpus": 1,
+                "cus": itf.cus, "arrangement": "background"}  # fmt: skip
+    base = (
+        f"GEMM: {vwhat}; {v_iters} calls back to back on stream 1, an event after each. Beside it on stream 2:"
+        f" {itf.what}, repeated back to back for the whole of the GEMM's timed span ({how}; {units} units"
+        f" queued; the interferer's last call ended at {cov:.2f} x the GEMM's span{'' if cov >= 1 or not bk.concurrent else ': NOT covered'});"
+        f" {bk.release}; {bk.timer}; alone: the same calls"
+        f" with nothing beside them, taken just before; {plan.intf_reps} repetitions pooled; medians per call"
+        f" (p10 / p90 in published); measured = 100 x (together / alone - 1)"
+    )
+    if not bk.concurrent:
+        base += "; CPU: the two streams ran one after the other, so nothing overlapped"
+    extra = {"units": float(units), "calls_per_unit": float(r)}
+    if cov > 0:
+        extra["coverage"] = cov
+    conv = base + "; this row: the GEMM's slowdown"
+    cconv = base + "; this row: the interferer's own slowdown (its calls wholly inside the GEMM's span)"
+    u_calls = [u / r for u in u_alone]
+    rows = interference_rows(run.ctx, f"{itf.rid}-background-{m}x{n}x{k}", workload,
+                             [("compute", v_alone, victim, conv), ("comm", u_calls, comm, cconv)], extra)  # fmt: skip
+    run.emit(rows[0], {"alone_s": v_alone, "together_s": victim})
+    run.emit(rows[1], {"alone_s": u_calls, "together_s": comm, "unit_alone_s": u_alone})
+    run.progress(
+        f"[interference] GEMM {m}x{n}x{k} beside {itf.rid}: GEMM {rows[0]['measured']:+.1f} %,"
+        f" interferer {rows[1]['measured']:+.1f} %"
+        + (
+            f" (the interferer covered {cov:.2f} x the GEMM's span)"
+            if bk.concurrent
+            else " (CPU: one after the other)"
+        )
+    )
+
+
+def _single(bk: Any, streams: tuple[Any, Any, Any], vop: Any, cfn: Any, i: int) -> tuple[float, float, float]:
+    """One GEMM call (stream 1) and one interferer call (stream 2) released together (either may be None):
+    each one's own time, and the pair's (the first start to the last end)."""
+    _, s1, s2 = streams
+    bk.sync()
+    go = _release(bk, streams, 1e-3)
+    ev = [bk.event() for _ in range(4)]
+    if cfn is not None:
+        with bk.use(s2):
+            ev[2].record()
+            cfn(i)
+            ev[3].record()
+    if vop is not None:
+        with bk.use(s1):
+            ev[0].record()
+            vop(i)
+            ev[1].record()
+    bk.sync()
+    tv = bk.elapsed(ev[0], ev[1]) if vop is not None else 0.0
+    tc = bk.elapsed(ev[2], ev[3]) if cfn is not None else 0.0
+    if vop is None or cfn is None:
+        return tv, tc, tv + tc
+    at = [bk.elapsed(go, e) for e in ev]
+    return tv, tc, max(at[1], at[3]) - min(at[0], at[2])
+
+
+def _together(run: Any, streams: tuple[Any, Any, Any], shape: tuple[int, int, int, str], vop: Any, vwhat: str,
+              itf: Interferer) -> None:  # fmt: skip
+    bk, plan = run.bk, run.plan
+    reps = plan.intf_reps * TOGETHER_PER_REP
+    _single(bk, streams, vop, itf.fn, 0)  # warm-up
+    v_alone, c_alone, v_tog, c_tog, p_alone, p_tog = [], [], [], [], [], []
+    for i in range(reps):
+        v_alone.append(_single(bk, streams, vop, None, i)[0])
+        c_alone.append(_single(bk, streams, None, itf.fn, i)[1])
+        tv, tc, tp = _single(bk, streams, vop, itf.fn, i)
+        v_tog.append(tv)
+        c_tog.append(tc)
+        p_alone.append(v_alone[-1] + c_alone[-1])
+        p_tog.append(tp)
+    m, n, k, dtype = shape
+    workload = {"m": m, "n": n, "k": k, "dtype": dtype, "comm": itf.comm, "nbytes": itf.nbytes, "gpus": 1,
+                "cus": itf.cus, "arrangement": "together"}  # fmt: skip
+    base = (
+        f"GEMM: {vwhat}; one call on stream 1 and one call of {itf.what} on stream 2, launched at the same"
+        f" moment ({bk.release}); each kernel's own time from events around it on its stream;"
+        f" alone: the same single launches with nothing beside them, interleaved with the together runs;"
+        f" {reps} launches of each; medians (p10 / p90 in published); measured = 100 x (together / alone - 1)"
+    )
+    if not bk.concurrent:
+        base += "; CPU: the two streams ran one after the other, so nothing overlapped"
+    pair = (
+        "; this row: the pair, from the first start to the last end, against the two one after the other"
+        " (alone = the sum of their alone times in the same repetition; below 0: running them together gains)"
+    )
+    series = [("compute", v_alone, v_tog, base + "; this row: the GEMM's slowdown"),
+              ("comm", c_alone, c_tog, base + "; this row: the interferer's own slowdown"),
+              ("pair", p_alone, p_tog, base + pair)]  # fmt: skip
+    rows = interference_rows(run.ctx, f"{itf.rid}-together-{m}x{n}x{k}", workload, series, {})
+    for row, (_, alone, together, _) in zip(rows, series, strict=True):
+        run.emit(row, {"alone_s": alone, "together_s": together})
+    run.progress(
+        f"[interference] together, GEMM {m}x{n}x{k} and {itf.rid}: GEMM {rows[0]['measured']:+.1f} %,"
+        f" interferer {rows[1]['measured']:+.1f} %, the pair {rows[2]['measured']:+.1f} % against one after the other"
+    )

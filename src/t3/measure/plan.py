@@ -1,0 +1,176 @@
+"""What a run measures: the grids of shapes, sizes and thread-block counts, and the iteration counts.
+
+Three plans: the default GPU run (sized for one to two minutes of measuring on an H100, an estimate
+made from the grid; it must stay inside 6 minutes), ``--quick`` (a subset) and the CPU plumbing run
+(tiny sizes, for tests). A thread-block count of ``ALL`` means one block per CU/SM of the GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MiB = 1 << 20
+ALL = -1  # one thread block per CU / SM
+
+
+def _pieces(
+    m: int, n: int, k: int, what: str, splits: tuple[int, ...]
+) -> list[tuple[int, int, int, str, str]]:
+    """The thin GEMMs a FiCCO / async-TP decomposition of (m, n, k) makes: 1/s of M, N or K."""
+    out = []
+    for s in splits:
+        dims = {"M": (m // s, n, k), "N": (m, n // s, k), "K": (m, n, k // s)}[what]
+        out.append((*dims, "bf16", f"{what}/{s} piece of {m}x{n}x{k}"))
+    return out
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    # GEMM grid: (m, n, k, dtype, why it is in the grid)
+    gemms: tuple[tuple[int, int, int, str, str], ...]
+    gemm_iters: int
+    gemm_warmup: int
+    rotate_l2_multiple: float  # rotating buffer sets cover at least this many L2s
+    rotate_min_bytes: int
+    # HBM streams
+    hbm_bytes: int  # one array of the read / write / copy / triad streams
+    hbm_iters: int
+    block_copy_bytes: int  # the source of the copy on k blocks
+    block_counts: tuple[int, ...]
+    # latencies
+    launch_kernels: int  # kernels per chain
+    wait_hops: int  # stream-to-stream hops per ping-pong chain
+    flag_rounds: tuple[int, int]  # two chain lengths: their difference cancels the fixed part
+    latency_reps: int
+    # interference: victim GEMMs, interferer sizes and block counts
+    victims: tuple[tuple[int, int, int, str], ...]
+    intf_bytes: tuple[int, ...]
+    copy_blocks: tuple[int, ...]
+    reduce_blocks: tuple[int, ...]  # 0 = torch.add on every SM (its own grid)
+    ce_kinds: tuple[str, ...]  # d2d, d2h, h2d
+    together: tuple[
+        tuple[str, int], ...
+    ]  # (comm, blocks) also measured launched together, at the largest size
+    victim_span_s: float  # the victim's timed span in a background measurement (at least)
+    intf_reps: int
+    intf_iters: int  # interferer calls timed alone
+
+
+_SQUARES = [(s, s, s, "bf16", "square") for s in (2048, 4096, 6144, 8192, 12288)]
+_FICCO = (
+    _pieces(8192, 8192, 8192, "M", (8, 16, 32, 64))
+    + _pieces(8192, 8192, 8192, "N", (8, 32))
+    + _pieces(8192, 8192, 8192, "K", (8, 32))
+    + _pieces(4096, 7168, 8192, "M", (8, 16, 32, 64))
+    + _pieces(4096, 7168, 8192, "N", (8,))
+    + _pieces(4096, 7168, 8192, "K", (8,))
+)
+_SMALL_K = [(4096, 4096, 256, "bf16", "small K"), (8192, 8192, 512, "bf16", "small K")]
+_FP16 = [(4096, 4096, 4096, "fp16", "square"), (8192, 8192, 8192, "fp16", "square"),
+         (1024, 8192, 8192, "fp16", "M/8 piece of 8192x8192x8192")]  # fmt: skip
+_FP8 = [(4096, 4096, 4096, "fp8", "square"), (8192, 8192, 8192, "fp8", "square"),
+        (1024, 8192, 8192, "fp8", "M/8 piece of 8192x8192x8192"),
+        (8192, 8192, 1024, "fp8", "K/8 piece of 8192x8192x8192")]  # fmt: skip
+
+GPU = Plan(
+    name="default",
+    gemms=tuple(_SQUARES + _FICCO + _SMALL_K + _FP16 + _FP8),
+    gemm_iters=30,
+    gemm_warmup=5,
+    rotate_l2_multiple=4.0,
+    rotate_min_bytes=256 * MiB,
+    hbm_bytes=1024 * MiB,
+    hbm_iters=20,
+    block_copy_bytes=256 * MiB,
+    block_counts=(1, 2, 4, 8, 16, 32, 66, ALL),
+    launch_kernels=200,
+    wait_hops=64,
+    flag_rounds=(128, 1152),
+    latency_reps=15,
+    victims=((8192, 8192, 8192, "bf16"), (1024, 7168, 8192, "bf16")),
+    intf_bytes=(16 * MiB, 256 * MiB),
+    copy_blocks=(4, 8, 16, 32, 66, ALL),
+    reduce_blocks=(0, 16, 66),
+    ce_kinds=("d2d", "d2h", "h2d"),
+    together=(("sm_copy", 32), ("sm_copy", ALL), ("sm_reduce", 0), ("ce_copy", 0)),
+    victim_span_s=8e-3,
+    intf_reps=3,
+    intf_iters=10,
+)
+
+QUICK = Plan(
+    name="quick",
+    gemms=(
+        (4096, 4096, 4096, "bf16", "square"),
+        (8192, 8192, 8192, "bf16", "square"),
+        (1024, 8192, 8192, "bf16", "M/8 piece of 8192x8192x8192"),
+        (128, 8192, 8192, "bf16", "M/64 piece of 8192x8192x8192"),
+        (512, 7168, 8192, "bf16", "M/8 piece of 4096x7168x8192"),
+        (8192, 8192, 1024, "bf16", "K/8 piece of 8192x8192x8192"),
+        (8192, 8192, 8192, "fp16", "square"),
+        (8192, 8192, 8192, "fp8", "square"),
+    ),  # fmt: skip
+    gemm_iters=15,
+    gemm_warmup=3,
+    rotate_l2_multiple=4.0,
+    rotate_min_bytes=256 * MiB,
+    hbm_bytes=512 * MiB,
+    hbm_iters=10,
+    block_copy_bytes=128 * MiB,
+    block_counts=(1, 4, 16, ALL),
+    launch_kernels=200,
+    wait_hops=64,
+    flag_rounds=(128, 1152),
+    latency_reps=7,
+    victims=((8192, 8192, 8192, "bf16"),),
+    intf_bytes=(256 * MiB,),
+    copy_blocks=(8, 32, ALL),
+    reduce_blocks=(0, 32),
+    ce_kinds=("d2d", "h2d"),
+    together=(("sm_copy", ALL), ("ce_copy", 0)),
+    victim_span_s=5e-3,
+    intf_reps=2,
+    intf_iters=6,
+)
+
+CPU = Plan(
+    name="cpu",
+    gemms=(
+        (128, 128, 128, "bf16", "square"),
+        (256, 256, 256, "bf16", "square"),
+        (32, 256, 256, "bf16", "M/8 piece of 256x256x256"),
+        (256, 32, 256, "bf16", "N/8 piece of 256x256x256"),
+        (256, 256, 32, "bf16", "K/8 piece of 256x256x256"),
+        (128, 128, 128, "fp16", "square"),
+        (128, 128, 128, "fp8", "square"),
+    ),  # fmt: skip
+    gemm_iters=5,
+    gemm_warmup=1,
+    rotate_l2_multiple=2.0,
+    rotate_min_bytes=1 * MiB,
+    hbm_bytes=2 * MiB,
+    hbm_iters=5,
+    block_copy_bytes=1 * MiB,
+    block_counts=(1, 2, ALL),
+    launch_kernels=20,
+    wait_hops=8,
+    flag_rounds=(8, 24),
+    latency_reps=3,
+    victims=((128, 128, 128, "bf16"),),
+    intf_bytes=(1 * MiB,),
+    copy_blocks=(2, ALL),
+    reduce_blocks=(0, 2),
+    ce_kinds=("d2d", "h2d"),
+    together=(("sm_copy", ALL),),
+    victim_span_s=2e-3,
+    intf_reps=2,
+    intf_iters=3,
+)
+
+
+def plan_for(kind: str, quick: bool) -> Plan:
+    """The plan for a backend kind (``cpu`` or a GPU) and ``--quick``."""
+    if kind == "cpu":
+        return CPU
+    return QUICK if quick else GPU

@@ -1,0 +1,182 @@
+"""``t3 measure`` on CPU tensors (the kit's plumbing): every suite writes rows that load, the numbers in
+the rows are the medians of the raw samples in run.json, and bad input is a one-line error before any
+work."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from t3.errors import ConfigError
+from t3.measure.rows import is_cpu_row
+from t3.measure.runner import guess_hardware
+from t3.validation import load_dataset
+from t3.validation.dataset import MEASURED_SOURCE
+
+ROOT = Path(__file__).resolve().parents[2]
+CPU = ["--device", "cpu", "--allow-cpu", "--hardware", "h100-8"]
+
+
+def _main(argv):
+    from t3.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main([str(a) for a in argv])
+        except SystemExit as e:
+            code = 0 if e.code is None else int(e.code)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("measure") / "m"
+    code, out, err = _main(["measure", *CPU, "--out", d, "--tag", "t"])
+    assert code == 0, err
+    return d, out, load_dataset([d / "measured.toml"]), json.loads((d / "run.json").read_text())
+
+
+def test_every_suite_writes_rows_that_load(run):
+    d, out, rows, raw = run
+    cats = {r.category for r in rows}
+    assert cats == {"gemm_tflops", "hbm_bandwidth", "latency", "interference"}
+    for r in rows:
+        assert r.hardware == "h100-8" and r.role == "calibration" and r.id.startswith("t-")
+        assert r.source.startswith(MEASURED_SOURCE) and is_cpu_row(r)
+        assert r.device["command"].startswith("t3 measure --device cpu")
+    gemms = {(r.workload["m"], r.workload["n"], r.workload["k"], r.workload["dtype"]) for r in rows
+             if r.category == "gemm_tflops"}  # fmt: skip
+    assert (32, 256, 256, "bf16") in gemms and (256, 256, 32, "bf16") in gemms  # thin pieces: M and K splits
+    assert {r.workload["stream"] for r in rows if r.category == "hbm_bandwidth"} == {
+        "read",
+        "write",
+        "copy",
+        "triad",
+    }
+    assert {r.workload["cus"] for r in rows if r.category == "hbm_bandwidth"} >= {0, 1, 2}
+    assert {r.workload["what"] for r in rows if r.category == "latency"} == {
+        "kernel_launch",
+        "event_wait",
+        "flag",
+    }
+    intf = [r for r in rows if r.category == "interference"]
+    assert {r.workload["comm"] for r in intf} == {
+        "sm_copy",
+        "sm_reduce",
+        "ce_copy",
+        "ce_h2d",
+    }  # the CPU plan: d2d, h2d
+    assert {r.workload["victim"] for r in intf} == {"compute", "comm", "pair"}
+    assert {r.workload["arrangement"] for r in intf} == {"background", "together"}
+    assert raw["complete"] and raw["environment"]["gpu"].startswith("CPU")
+    assert "TFLOPS" in out and "GB/s" in out and " us" in out and "wrote" in out
+
+
+def test_rows_are_the_medians_of_the_raw_samples(run):
+    _, _, rows, raw = run
+    by_id = {m["id"]: m for m in raw["measurements"]}
+    assert list(by_id) == [r.id for r in rows]
+    for r in rows:
+        m = by_id[r.id]
+        if r.category == "interference":
+            assert r.published["alone_us"] == pytest.approx(np.median(m["alone_s"]) * 1e6, rel=1e-5)
+            assert r.published["together_us"] == pytest.approx(np.median(m["together_s"]) * 1e6, rel=1e-5)
+            continue
+        med = np.median(np.maximum(m["samples_s"], 1e-9))
+        if r.category == "gemm_tflops":
+            w = r.workload
+            assert r.measured == pytest.approx(2 * w["m"] * w["n"] * w["k"] / med / 1e12, rel=1e-5)
+        elif r.category == "hbm_bandwidth":
+            assert r.measured == pytest.approx(r.workload["nbytes"] / med / 1e9, rel=1e-5)
+        else:
+            assert r.measured == pytest.approx(med * 1e6, rel=1e-5)
+
+
+def test_only_and_overwrite(run, tmp_path):
+    d = tmp_path / "m"
+    code, _, err = _main(["measure", *CPU, "--out", d, "--only", "latency"])
+    assert code == 0, err
+    assert {r.category for r in load_dataset([d / "measured.toml"])} == {"latency"}
+    code, _, err = _main(["measure", *CPU, "--out", d, "--only", "hbm,latency", "--overwrite"])
+    assert code == 0, err
+    assert {r.category for r in load_dataset([d / "measured.toml"])} == {"latency", "hbm_bandwidth"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["--device", "cpu", "--hardware", "h100-8"], "--device cpu: a CPU run measures the kit's plumbing"),
+        (["--device", "cpu", "--allow-cpu"], "--hardware: a CPU run needs the preset"),
+        ([*CPU, "--only", "gemm,bogus"], "--only: unknown suite 'bogus'"),
+        (["--device", "tpu"], "--device: unknown device 'tpu'"),
+        (["--device", "cpu", "--allow-cpu", "--hardware", "b200-8"], "--hardware: unknown preset 'b200-8'"),
+        ([*CPU, "--budget", "0"], "--budget: must be > 0"),
+        ([*CPU, "--tag", "a b"], "--tag: 'a b' must be letters"),
+    ],
+)
+def test_bad_input_is_one_line_before_any_work(tmp_path, extra, needle):
+    d = tmp_path / "m"
+    code, out, err = _main(["measure", *extra, "--out", d])
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {needle}") and err.count("\n") == 1, err
+    assert not d.exists()
+
+
+def test_a_non_empty_out_is_refused_without_overwrite(tmp_path):
+    (tmp_path / "keep.txt").write_text("x")
+    code, _, err = _main(["measure", *CPU, "--out", tmp_path])
+    assert code == 2 and err.startswith(f"error: --out: directory '{tmp_path}' is not empty")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+
+
+def test_no_gpu_says_how_to_run_on_cpu(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    code, _, err = _main(["measure", "--out", tmp_path / "m"])
+    assert code == 2 and "sees no GPU" in err and "--device cpu --allow-cpu" in err
+
+
+def test_a_spent_budget_skips_the_rest_and_says_so(tmp_path):
+    code, out, _ = _main(["measure", *CPU, "--out", tmp_path / "m", "--budget", "1e-9", "--json"])
+    summary = json.loads(out)
+    assert code == 1 and summary["rows"] == 0
+    assert any("budget of" in n for n in summary["notes"])
+
+
+def test_the_gpu_name_gives_the_preset():
+    assert guess_hardware("NVIDIA H100 80GB HBM3") == "h100-8"
+    assert guess_hardware("NVIDIA H200") == "h200-8"
+    assert guess_hardware("AMD Instinct MI300X") == "mi300x-8"
+    with pytest.raises(ConfigError, match="--hardware: cannot tell which preset the GPU 'NVIDIA A100"):
+        guess_hardware("NVIDIA A100-SXM4-80GB")
+
+
+def test_the_kit_runs_alone_without_t3s_dependencies(tmp_path):
+    """benchmarks/device_measure.sh's fallback: a copy of the package as `t3measure`, with `t3` itself
+    unimportable (a GPU machine's Python without pydantic); the rows it writes load here."""
+    shutil.copytree(ROOT / "src" / "t3" / "measure", tmp_path / "t3measure")
+    (tmp_path / "t3").mkdir()
+    (tmp_path / "t3" / "__init__.py").write_text("raise ImportError('simulated: no pydantic')\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    p = subprocess.run([sys.executable, "-m", "t3measure", *CPU, "--out", tmp_path / "m", "--only", "latency"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    rows = load_dataset([tmp_path / "m" / "measured.toml"])
+    assert [r.workload["what"] for r in rows] == ["kernel_launch", "event_wait", "flag"]
+    assert rows[0].device["command"].startswith("python -m t3measure --device cpu")
+    p = subprocess.run([sys.executable, "-m", "t3measure", "--device", "cpu", "--out", tmp_path / "x"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert p.returncode == 2 and p.stderr.startswith("error: --device cpu:")

@@ -143,7 +143,7 @@ def validate(
     for g in summary:
         signs = f"{g['sign_right']} / {g['sign_rows']}" if "sign_rows" in g else "-"
         u = err_unit(g["category"])
-        s.add_row(g["category"], g["role"], str(g["rows"]), f"{g['median_abs_error'] * 100:.1f} {u}",
+        s.add_row(g["category"], g["role"] + (", blind" if g.get("blind") else ""), str(g["rows"]), f"{g['median_abs_error'] * 100:.1f} {u}",
                   f"{g['max_abs_error'] * 100:.1f} {u}", g["worst"], signs)  # fmt: skip
     c.print(s)
     for p in plots:
@@ -159,7 +159,7 @@ def to_markdown(outcomes, summary) -> str:
     for g in summary:
         signs = f"{g['sign_right']} / {g['sign_rows']}" if "sign_rows" in g else "-"
         u = err_unit(g["category"])
-        out.append(f"| {g['category']} | {g['role']} | {g['rows']} | {g['median_abs_error'] * 100:.1f} {u} | "
+        out.append(f"| {g['category']} | {g['role']}{', blind' if g.get('blind') else ''} | {g['rows']} | {g['median_abs_error'] * 100:.1f} {u} | "
                    f"{g['max_abs_error'] * 100:.1f} {u} | {signs} | {g['worst']} |")  # fmt: skip
     out += [
         "",

@@ -73,6 +73,8 @@ BLOCKS: tuple[Block, ...] = (
           tb.trace_fixture_projection),
     Block("validation-targets", "`PYTHONPATH=src python benchmarks/validation_targets.py`", tb.validation_targets),
     Block("validation-tables", "`t3 validate --markdown`", tb.validation_tables),
+    Block("interference-mechanisms", "`PYTHONPATH=src python benchmarks/interference_mechanisms.py`",
+          tb.interference_mechanisms),
     Block("calibration-stages", "`PYTHONPATH=src python3 -m t3.experiments.calibration`", tb.calibration_stages_block,
           (tb.CALIBRATION,)),
     Block("collective-calibration-rows", _COLL + " (its rows, at the presets' values)", tb.collective_rows),

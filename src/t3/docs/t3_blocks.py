@@ -163,6 +163,11 @@ def validation_targets(ctx: Context) -> str:
     return "```text\n" + text + "\n```"
 
 
+def interference_mechanisms(ctx: Context) -> str:
+    text = ctx.script_output("benchmarks/interference_mechanisms.py", drop=r"predictions in [0-9.]+ s$")
+    return "```text\n" + text + "\n```"
+
+
 def _calibrate_collectives(ctx: Context) -> Any:
     import importlib.util
 

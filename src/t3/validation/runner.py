@@ -152,7 +152,9 @@ def run(rows: Iterable[Row], progress: Callable[[int, int], None] | None = None)
 
 def summarize(outcomes: list[Outcome], by: tuple[str, ...] = ("category", "role")) -> list[dict[str, Any]]:
     """Median and max |error| per group (default: category x role, in a fixed order), with the worst
-    row, and for overlap speed-ups how many signs (gain / loss) are right."""
+    row, and for overlap speed-ups how many signs (gain / loss) are right. Grouped by role, the blind
+    rows of a group (committed before any prediction of them existed) follow it as a group of their
+    own, marked ``blind: True``."""
     order = {
         "category": list(CATEGORIES), "role": list(ROLES),
         "hardware": sorted({o.row.hardware for o in outcomes}),
@@ -161,12 +163,20 @@ def summarize(outcomes: list[Outcome], by: tuple[str, ...] = ("category", "role"
     for o in outcomes:
         groups.setdefault(tuple(getattr(o.row, k) for k in by), []).append(o)
     keys = sorted(groups, key=lambda g: tuple(order[k].index(v) for k, v in zip(by, g, strict=True)))
-    out = []
+    entries = []
     for g in keys:
-        os_ = groups[g]
+        entries.append((g, groups[g], False))
+        # rows committed before any prediction of them existed, again on their own (after their group)
+        blind = [o for o in groups[g] if o.row.blind] if "role" in by else []
+        if blind:
+            entries.append((g, blind, True))
+    out = []
+    for g, os_, is_blind in entries:
         errs = [abs(o.error) for o in os_]
         worst = max(os_, key=lambda o: (abs(o.error), o.row.id))
         d: dict[str, Any] = dict(zip(by, g, strict=True))
+        if is_blind:
+            d["blind"] = True
         d.update(
             rows=len(os_), median_abs_error=statistics.median(errs), max_abs_error=max(errs),
             worst=worst.row.id,

@@ -172,6 +172,31 @@ def _stream_error(rows: list[Any], hw: Hardware) -> float:
     return _median_abs(pairs)
 
 
+def _stream_bias(rows: list[Any], hw: Hardware) -> float:
+    """Median of predicted / measured - 1 over stream rows (signed)."""
+    errs = []
+    for r in rows:
+        w = r.workload
+        pred = api.memory_stream(w["stream"], w["nbytes"], min(w["cus"], hw.compute.cus), hardware=hw)["Bps"]
+        errs.append(pred / (r.measured * 1e9) - 1.0)
+    return statistics.median(errs)
+
+
+def _root(f: Callable[[float], float], lo: float, hi: float, iters: int = 50) -> float:
+    """The x in [lo, hi] where the monotone ``f`` crosses 0 (bisection; an end if it does not cross)."""
+    flo, fhi = f(lo), f(hi)
+    if flo * fhi > 0:
+        return lo if abs(flo) < abs(fhi) else hi
+    for _ in range(iters):
+        mid = 0.5 * (lo + hi)
+        fm = f(mid)
+        if (fm > 0) == (flo > 0):
+            lo, flo = mid, fm
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
 def _fit_hbm(rows: list[Any], hw: Hardware, cal: Calibration) -> Hardware:
     read, copy, triad = (_stream_rows(rows, s) for s in ("read", "copy", "triad"))
     if not read:
@@ -179,8 +204,12 @@ def _fit_hbm(rows: list[Any], hw: Hardware, cal: Calibration) -> Hardware:
         return hw
     read_Bps = statistics.median(r.measured for r in read) * 1e9
     eff = read_Bps / hw.hbm.bandwidth_Bps
+    # the closed form is exact for an open stream; a window-limited one (compute.cu_inflight_bytes) reaches
+    # a little less at the loaded latency, so the value is refined until the predictor gives the median
+    if eff < 1.0 and hw.compute.cu_inflight_bytes > 0:
+        eff = _root(lambda e: _stream_bias(read, _set(hw, "hbm.efficiency", e)), eff, 1.0)
     fit = Fit("hbm.efficiency", cal.base.hbm.efficiency, min(eff, 1.0), "fraction", 1.0, [r.id for r in read],
-              "read stream (median GB/s) / hbm.bandwidth_Bps")  # fmt: skip
+              "the efficiency at which the model's read stream gives the median measured GB/s")  # fmt: skip
     if eff > 1.0:
         fit.note = f"read stream at {eff:.3f} of the datasheet peak: capped at 1"
     fit.before = _stream_error(read, cal.base)
@@ -196,9 +225,11 @@ def _fit_hbm(rows: list[Any], hw: Hardware, cal: Calibration) -> Hardware:
         cal.skipped.append("hbm.turnaround: no copy or triad rows on every CU")
         return hw
     k = statistics.fmean(ks)
+    if k > 0 and hw.compute.cu_inflight_bytes > 0:  # refined through the predictor, as the efficiency
+        k = _root(lambda x: _stream_bias(used, _set(hw, "hbm.turnaround", x)), 0.0, 2.0 * k + 0.1)
     fit = Fit("hbm.turnaround", cal.base.hbm.turnaround, max(k, 0.0), "1", 1.0, [r.id for r in read + used],
-              "k = (read/copy - 1)/0.5 and (read/triad - 1)/(1/3), their mean"
-              + f" ({', '.join(f'{x:.3g}' for x in ks)})")  # fmt: skip
+              "k at which the model's copy and triad streams give the measured GB/s (closed form for open"
+              f" streams: (read/copy - 1)/0.5 and (read/triad - 1)/(1/3): {', '.join(f'{x:.3g}' for x in ks)})")  # fmt: skip
     if k < 0:
         fit.note = f"copy / triad faster than read (k = {k:.3g}): set to 0"
     fit.before = _stream_error(used, cal.base)

@@ -184,10 +184,20 @@ def test_a_deadlock_is_named_as_the_python_engine_names_it():
 
 
 def test_engine_choice_is_checked():
-    code = "import t3.sim.engine"
+    """A bad T3_ENGINE is refused before any simulation (not at import: `import t3` works and says nothing),
+    as one line by the command; the value's case does not matter."""
+    code = "import t3.sim.engine as e; from t3 import api; api.gemm(64, 64, 64)"
     p = subprocess.run([sys.executable, "-c", code], env={**os.environ, "T3_ENGINE": "fast"},
                        capture_output=True, text=True)  # fmt: skip
     assert p.returncode != 0 and "T3_ENGINE" in p.stderr and "'fast'" in p.stderr
+    p = subprocess.run([sys.executable, "-m", "t3", "--version"], env={**os.environ, "T3_ENGINE": "fast"},
+                       capture_output=True, text=True)  # fmt: skip
+    assert p.returncode == 2 and p.stderr.strip().splitlines() == [
+        "error: T3_ENGINE: must be 'python' or 'native' (any case; or unset), got 'fast'"
+    ]
+    p = subprocess.run([sys.executable, "-c", "import t3.sim.engine as e; print(e._native)"],
+                       env={**os.environ, "T3_ENGINE": " Python "}, capture_output=True, text=True)  # fmt: skip
+    assert p.returncode == 0 and p.stdout.strip() == "None"
     p = subprocess.run([sys.executable, "-c", "import t3.sim.engine as e; print(e._native)"],
                        env={**os.environ, "T3_ENGINE": "python"}, capture_output=True, text=True)  # fmt: skip
     assert p.returncode == 0 and p.stdout.strip() == "None"

@@ -32,6 +32,11 @@ COMPILED = (
 )
 
 
+def engine_env() -> str:
+    """``T3_ENGINE`` as the project reads it: stripped, in lower case (``Python`` is ``python``)."""
+    return os.environ.get("T3_ENGINE", "").strip().lower()
+
+
 class SourceWhenStale(importlib.abc.MetaPathFinder):
     """Imports a module of :data:`COMPILED` from its ``.py`` when its compiled file was built from
     another source (or its digest is missing), or when ``T3_ENGINE=python``; otherwise leaves the import
@@ -50,7 +55,7 @@ class SourceWhenStale(importlib.abc.MetaPathFinder):
             ]
             if not built:
                 return None
-            if os.environ.get("T3_ENGINE") != "python":
+            if engine_env() != "python":
                 why = stale(built[0], src)
                 if why is None:
                     return None

@@ -78,8 +78,11 @@ def main(argv: list[str] | None = None) -> None:
 
     args = sys.argv[1:] if argv is None else list(argv)
     set_command(args)
-    _register()
     try:
+        _register()
+        from t3.sim.engine import check_engine
+
+        check_engine()  # an engine choice the environment asks for and cannot have (T3_ENGINE): one line
         code = app(args=args, prog_name="t3", standalone_mode=False)
     except T3Error as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)

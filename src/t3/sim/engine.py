@@ -147,6 +147,8 @@ class Engine:
         self.jitter = jitter
 
     def run(self, sched: Schedule) -> Result:
+        if _ENGINE_ERROR is not None:
+            check_engine()
         ops = sched.ops
         res = sched.resources
         n = len(ops)
@@ -992,16 +994,22 @@ def _load_native():
     import warnings
     from pathlib import Path
 
-    want = os.environ.get("T3_ENGINE", "")
+    from t3._compiled import engine_env
+
+    global _ENGINE_ERROR
+    want = engine_env()
     if want not in ("", "python", "native"):
-        raise SimulationError(f"T3_ENGINE: must be 'python' or 'native' (or unset), got {want!r}")
+        _ENGINE_ERROR = (
+            f"T3_ENGINE: must be 'python' or 'native' (any case; or unset), got {os.environ['T3_ENGINE']!r}"
+        )
+        return None
     if want == "python":
         return None
     try:
         from t3.sim import _native as nat
     except ImportError as err:
         if want == "native":
-            raise SimulationError(f"T3_ENGINE=native: the compiled engine core is not built ({err})") from err
+            _ENGINE_ERROR = f"T3_ENGINE=native: the compiled engine core is not built ({err})"
         return None
     src = Path(__file__).with_name("_native.pyx")
     if src.exists():
@@ -1013,19 +1021,40 @@ def _load_native():
                 f"the source is {sha}): rebuild it (pip install -e .)"
             )
             if want == "native":
-                raise SimulationError(f"T3_ENGINE=native: {msg}")
+                _ENGINE_ERROR = f"T3_ENGINE=native: {msg}"
+                return None
             warnings.warn(f"{msg}; the Python engine runs meanwhile", RuntimeWarning, stacklevel=2)
             return None
     return nat
 
 
+# an engine choice the environment asked for and that cannot be honoured (a bad T3_ENGINE, or
+# T3_ENGINE=native without a current core): refused by check_engine() before any simulation, never at import
+_ENGINE_ERROR: str | None = None
 _native = _load_native()
+
+
+def check_engine() -> None:
+    """Refuse (:class:`t3.errors.ConfigError`, one line: bad input) an engine choice that cannot be
+    honoured (``T3_ENGINE``); the ``t3`` command calls it before any work, :meth:`Engine.run` before any
+    run."""
+    if _ENGINE_ERROR is not None:
+        from t3.errors import ConfigError
+
+        raise ConfigError(_ENGINE_ERROR)
+
+
+def _engine_env() -> str:
+    from t3._compiled import engine_env
+
+    return engine_env()
 
 
 def engine_core() -> str:
     """Which engine runs the schedules it covers, in words (``t3 --version``)."""
+    check_engine()
     if _native is not None:
         return "compiled core (t3.sim._native)"
     return "Python (compiled core " + (
-        "off: T3_ENGINE=python)" if os.environ.get("T3_ENGINE") == "python" else "not built)"
+        "off: T3_ENGINE=python)" if _engine_env() == "python" else "not built)"
     )

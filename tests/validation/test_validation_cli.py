@@ -117,6 +117,9 @@ def test_plots_are_written_one_per_category(tmp_path):
         (["--role", "fitted"], "role: unknown role 'fitted'"),
         (["--category", "throughput"], "category: unknown category 'throughput'"),
         (["--hardware", "b200"], "hardware: no rows for 'b200'"),
+        # no empty success: a selection without rows is refused, and says what there is
+        (["--category", "latency"], "no rows match category latency; rows exist for: collective_busbw"),
+        (["--json", "--markdown"], "--json and --markdown: choose one output format"),
     ],
 )
 def test_bad_options_are_one_line_errors(args, needle):
@@ -124,6 +127,13 @@ def test_bad_options_are_one_line_errors(args, needle):
     assert p.returncode == 2
     assert needle in p.stderr and "Traceback" not in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_an_empty_dataset_file_is_refused(tmp_path):
+    f = tmp_path / "empty.toml"
+    f.write_text("# no rows yet\n")
+    p = _t3("validate", "--data", str(f))
+    assert p.returncode == 2 and p.stderr.strip() == f"error: data: {f} has no rows"
 
 
 def test_a_malformed_dataset_file_is_a_one_line_error(tmp_path):

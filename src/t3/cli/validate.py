@@ -104,9 +104,23 @@ def validate(
     plot: Path = _PLOT, markdown: bool = _MD, data: list[Path] = _DATA,
 ) -> None:  # fmt: skip
     """Predict every published measurement of the dataset and print measured, predicted and error."""
+    from t3.errors import ConfigError
     from t3.validation import load_dataset, run, select, summarize
 
-    rows = select(load_dataset(data or None), role=role, category=category, hardware=hardware)
+    if as_json and markdown:
+        raise ConfigError("--json and --markdown: choose one output format")
+    every = load_dataset(data or None)
+    if not every:
+        raise ConfigError(f"data: {', '.join(map(str, data)) or 'the dataset'} has no rows")
+    rows = select(every, role=role, category=category, hardware=hardware)
+    if not rows:  # no empty success: say what the filters left out and what there is
+        asked = ", ".join(
+            f"{k} {v}" for k, v in (("role", role), ("category", category), ("hardware", hardware)) if v
+        )
+        have = sorted({(r.category, r.role) for r in every})
+        raise ConfigError(
+            f"no rows match {asked}; rows exist for: " + ", ".join(f"{c} ({r})" for c, r in have)
+        )
     prog = _Progress()
     try:
         outcomes = run(rows, progress=prog)

@@ -147,8 +147,9 @@ CASES = [
     (("run", "--set", "link.bandwidth_Bps=-1"), "link.bandwidth_Bps"),
     (
         ("run", "--set", "link.bandwidth_Bps=inf"),
-        "link.bandwidth_Bps: Input should be a valid number, got 'inf'",
+        "--set: link.bandwidth_Bps: must be a finite number, got inf",
     ),
+    (("run", "--set", "link.latency_s=-INF"), "--set: link.latency_s: must be a finite number, got -INF"),
     (("run", "--set", "link.bandwidth_Bps=NaN"), "link.bandwidth_Bps: must be a finite number"),
     (("run", "--set", "link.bandwidth_Bps=Infinity"), "link.bandwidth_Bps: must be a finite number"),
     (
@@ -183,7 +184,7 @@ CASES = [
     (("run", "--hw", "{hw:flops_dtype}"), "matrix_flops_per_clk_per_cu.int4: unknown dtype"),
     (("run", "--hw", "{hw:unknown_section}"), "foo: unknown field"),
     (("run", "--hw", "{hw:unknown_key}"), "hbm.bw: unknown field"),
-    (("run", "--hw", "{hw:missing_section}"), "missing field"),
+    (("run", "--hw", "{hw:missing_section}"), "dmax: unknown field"),  # the misspelled section, the cause, first
     (("run", "--hw", "{hw:name_int}"), "name: Input should be a valid string"),
     (("run", "--hw", "{hw:garbage}"), "not valid TOML"),
     (("run", "--hw", "{hw:tiles1}"), "size: about"),

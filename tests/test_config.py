@@ -40,6 +40,12 @@ def test_unknown_key_is_named(tmp_path):
         load_hardware(str(p))
 
 
+def test_a_misspelled_key_is_named_before_the_field_it_leaves_missing(tmp_path):
+    p = _write(tmp_path, lambda b: b.replace("bandwidth_Bps = 75e9", "bandwith_Bps = 75e9"))
+    with pytest.raises(ConfigError, match=r"link\.bandwith_Bps: unknown field \(\+1 more\)$"):
+        load_hardware(str(p))
+
+
 def test_missing_field_is_named(tmp_path):
     p = _write(tmp_path, lambda b: b.replace("latency_s = 500e-9", ""))
     with pytest.raises(ConfigError, match=r"link\.latency_s: missing field"):

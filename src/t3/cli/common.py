@@ -4,6 +4,7 @@ formatting with units, options every long command shares."""
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -37,9 +38,16 @@ def parse_overrides(items: list[str] | None, what: str = "--set") -> dict[str, A
         if k in out:
             raise ConfigError(f"{what}: {k} given twice")
         try:
-            out[k] = json.loads(v)
+            val = json.loads(v)
         except json.JSONDecodeError:
-            out[k] = v
+            val = v
+            try:  # inf, -inf, nan in any case: a number, but never a finite one
+                val = float(v) if not math.isfinite(float(v)) else v
+            except ValueError:
+                pass
+        if isinstance(val, float) and not math.isfinite(val):
+            raise ConfigError(f"{what}: {k}: must be a finite number, got {v.strip()}")
+        out[k] = val
     return out
 
 

@@ -384,7 +384,10 @@ def describe_value(v: Any) -> str:
 def format_validation_error(err: ValidationError, origin: str) -> str:
     """One line naming the first offending field (``origin: link.bandwidth_Bps: must be a finite
     number, got inf (a number)``); shared by every pydantic-validated input (hardware, models)."""
-    e = err.errors()[0]
+    errs = err.errors()
+    # an unknown key first: a misspelled key also leaves the field it meant missing, and the misspelling
+    # is the cause
+    e = next((x for x in errs if x["type"] == "extra_forbidden"), errs[0])
     loc = ".".join(str(p) for p in e["loc"])
     msg = e["msg"]
     kind = e["type"]

@@ -117,3 +117,23 @@ def test_ctrl_c_leaves_a_consistent_compacted_store(spec, clean, tmp_path):
     assert not store.with_name(store.name + ".parts").exists()  # journal compacted into the file
     assert len(pd.read_parquet(store)) == len(Store(store).table())
     _resume_and_check(spec, store, clean)
+
+
+def test_ctrl_c_is_taken_at_a_known_point():
+    """While a sweep runs, SIGINT only sets a flag; check_stop (between batches) raises it; a second
+    Ctrl-C raises at once; the previous handler is back afterwards."""
+    from t3.experiments.sweep.executors import check_stop, deferred_interrupt
+
+    before = signal.getsignal(signal.SIGINT)
+    with deferred_interrupt():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)  # delivered: no exception here, only the flag
+        with pytest.raises(KeyboardInterrupt):
+            check_stop()
+        check_stop()  # taken once
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)
+        with pytest.raises(KeyboardInterrupt):  # the second Ctrl-C interrupts at once
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+    assert signal.getsignal(signal.SIGINT) is before

@@ -11,6 +11,10 @@
 
 Every executor calls :func:`run_batch` (module-level, picklable) and yields lists of per-point results
 (``{"i", "status", "error", "outputs", "elapsed_s", "worker"}``). Results do not depend on the executor.
+
+Ctrl-C (:func:`deferred_interrupt`): while a sweep runs, SIGINT only sets a flag, and the executors
+raise ``KeyboardInterrupt`` at one known point (:func:`check_stop`, between batches), never inside the
+pool's machinery or a journal write; a second Ctrl-C interrupts at once.
 """
 
 from __future__ import annotations
@@ -34,6 +38,37 @@ Batch = list[tuple[int, dict[str, Any]]]  # (task-local index, run_point dict)
 Result = dict[str, Any]
 
 EXECUTORS = ("local", "dask")
+
+_STOP = threading.Event()  # set by SIGINT while deferred_interrupt() is in force
+
+
+class deferred_interrupt:  # noqa: N801 (a context manager used like a function)
+    """While in force (in the main thread only), Ctrl-C sets a flag that :func:`check_stop` turns into a
+    ``KeyboardInterrupt`` at a known point; a second Ctrl-C before that raises at once."""
+
+    def __enter__(self) -> None:
+        self._prev = None
+        _STOP.clear()
+        if threading.current_thread() is threading.main_thread():
+            self._prev = signal.signal(signal.SIGINT, self._on_sigint)
+
+    @staticmethod
+    def _on_sigint(signum: int, frame: Any) -> None:
+        if _STOP.is_set():
+            raise KeyboardInterrupt
+        _STOP.set()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._prev is not None:
+            signal.signal(signal.SIGINT, self._prev)
+        _STOP.clear()
+
+
+def check_stop() -> None:
+    """Raise ``KeyboardInterrupt`` here if Ctrl-C was pressed (:class:`deferred_interrupt`)."""
+    if _STOP.is_set():
+        _STOP.clear()
+        raise KeyboardInterrupt
 
 
 def run_one(i: int, point: dict[str, Any]) -> Result:
@@ -117,6 +152,7 @@ class InProcess:
 
     def map_unordered(self, batches: Sequence[Batch]) -> Iterator[list[Result]]:
         for b in batches:
+            check_stop()
             yield run_batch(b)
 
     def close(self) -> None:
@@ -153,10 +189,13 @@ class LocalPool:
                     self._restart()
                     yield failed([pt], "WorkerLost: the worker process died while running this point")
                 continue
+            check_stop()
             while queue and not suspects and len(running) < window:
                 b = queue.popleft()
                 running[self._pool.submit(run_batch, b)] = b
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            done, _ = wait(
+                running, timeout=0.1, return_when=FIRST_COMPLETED
+            )  # (a Ctrl-C is seen within 0.1 s)
             broken = False
             for f in done:
                 b = running.pop(f)

@@ -35,7 +35,13 @@ from rich.text import Text
 
 from t3 import provenance
 from t3.errors import ConfigError, T3Error
-from t3.experiments.sweep.executors import IDENTITY, InProcess, check_executor, make_executor
+from t3.experiments.sweep.executors import (
+    IDENTITY,
+    InProcess,
+    check_executor,
+    deferred_interrupt,
+    make_executor,
+)
 from t3.experiments.sweep.spec import Sweep, build_point, check_values, validate_points
 from t3.experiments.sweep.store import RECORD_COLUMN, Store, dedupe, rows_to_table
 
@@ -147,7 +153,7 @@ def execute(
             last_flush = time.monotonic()
 
         try:
-            with progress_bar(disable=not progress) as bar:
+            with deferred_interrupt(), progress_bar(disable=not progress) as bar:
                 task = bar.add_task(
                     description or sweep.name, total=st.total, completed=st.skipped, errors=""
                 )

@@ -8,7 +8,6 @@ rank rejected its arguments, and every rank reaches the same decision), then the
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,8 +108,10 @@ def _checked(op: str, group: Any, timeout: Any, check_peers: Any, checks: Callab
         return checks()
     except Exception as err:
         if check_peers:
-            ok = isinstance(timeout, int | float) and not isinstance(timeout, bool) and math.isfinite(timeout)
-            wait = float(timeout) if ok and timeout > 0 else DEFAULT_TIMEOUT_S
+            try:
+                wait = validate.seconds(timeout)
+            except ValueError:
+                wait = DEFAULT_TIMEOUT_S
             handshake.refuse(group, op, f"{type(err).__name__}: {err}", wait)
         raise
 
@@ -174,8 +175,9 @@ def matmul_reduce_scatter(
         validate.operands(A, B)
         rank, world = validate.group_size(group)
         tile_, plan_ = validate.options(algo, tile, plan, path, timeout, world)
-        if scatter_dim not in (0, 1) or isinstance(scatter_dim, bool):
-            raise ValueError(f"scatter_dim: expected 0 or 1, got {scatter_dim!r}")
+        validate.min_flops(min_flops)
+        validate.flag("return_stats", return_stats)
+        validate.scatter_dim(scatter_dim)
         M, N = A.shape[0], B.shape[1]
         size = (M, N)[scatter_dim]
         bad = validate.divisible(f"scatter_dim {scatter_dim} size", size, world, "the world size")
@@ -237,6 +239,8 @@ def matmul_all_reduce(
         validate.operands(A, B)
         rank, world = validate.group_size(group)
         tile_, plan_ = validate.options(algo, tile, plan, path, timeout, world)
+        validate.min_flops(min_flops)
+        validate.flag("return_stats", return_stats)
         if plan_.split_dim == "k":
             raise ValueError("plan.split_dim: GEMM -> all-reduce pieces split 'm' or 'n', not 'k'")
         validate.reduction(plan_, algo, gathers=False)
@@ -288,6 +292,8 @@ def all_gather_matmul(
         validate.operands(A, B)
         rank, world = validate.group_size(group)
         tile_, plan_ = validate.options(algo, tile, plan, path, timeout, world)
+        validate.min_flops(min_flops)
+        validate.flag("return_stats", return_stats)
         if plan_.split_dim == "n":
             raise ValueError("plan.split_dim: all-gather -> GEMM pieces split 'm' or 'k', not 'n'")
         validate.reduction(plan_, algo, gathers=True)

@@ -55,11 +55,14 @@ class Plan:
             raise ValueError(f"plan.pieces: must be an integer >= 1, got {self.pieces!r}")
         if self.granularity == "shard" and self.pieces != 1:
             raise ValueError(f"plan.pieces: granularity 'shard' means pieces=1, got {self.pieces}")
+        for name in ("overlap", "all_peer"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"plan.{name}: must be True or False, got {getattr(self, name)!r}")
         if self.all_peer and self.granularity != "ficco":
             raise ValueError("plan.all_peer: FiCCO's all-peer pattern needs granularity 'ficco'")
         if not isinstance(self.groups, int) or isinstance(self.groups, bool) or self.groups < 0:
             raise ValueError(f"plan.groups: must be an integer >= 0, got {self.groups!r}")
-        if self.local_first not in (None, True, False):
+        if not (self.local_first is None or isinstance(self.local_first, bool)):
             raise ValueError(f"plan.local_first: must be None, True or False, got {self.local_first!r}")
         if self.reduce not in ("incremental", "batched"):
             raise ValueError(f"plan.reduce: must be 'incremental' or 'batched', got {self.reduce!r}")

@@ -15,6 +15,7 @@ from t3.runtime.plan import Plan
 FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 ALGOS = ("ring", "direct")
 PATHS = ("auto", "tiled", "reference")
+TIMEOUT_MAX_S = 86400.0  # one day
 
 
 def group_size(group: Any) -> tuple[int, int]:
@@ -88,14 +89,37 @@ def options(
         )
     if path not in PATHS:
         raise ValueError(f"path: expected one of {PATHS}, got {path!r}")
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or not timeout > 0
-    ):
-        raise ValueError(f"timeout: expected a finite number of seconds > 0, got {timeout!r}")
+    seconds(timeout)
     return (int(tile[0]), int(tile[1])), plan
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def seconds(timeout: Any) -> float:
+    """``timeout``: a number of seconds in (0, TIMEOUT_MAX_S]. Larger values are refused here: the
+    waits turn it into a ``timedelta`` and a lock timeout, which overflow (1e300 s) long before
+    ``math.inf``, and no peer wait is meant to outlast a day."""
+    if not _real(timeout) or not math.isfinite(timeout) or not 0 < timeout <= TIMEOUT_MAX_S:
+        raise ValueError(
+            f"timeout: expected a finite number of seconds > 0 and <= {TIMEOUT_MAX_S:g} (one day), "
+            f"got {timeout!r}"
+        )
+    return float(timeout)
+
+
+def min_flops(value: Any) -> float:
+    """``min_flops``: a finite number of FLOP >= 0 (0: ``path='auto'`` always runs tiled)."""
+    if not _real(value) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"min_flops: expected a finite number of FLOP >= 0, got {value!r}")
+    return float(value)
+
+
+def scatter_dim(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value not in (0, 1):
+        raise ValueError(f"scatter_dim: expected 0 or 1, got {value!r}")
+    return value
 
 
 def divisible(what: str, size: int, by: int, why: str) -> str | None:

@@ -129,6 +129,60 @@ def dedupe(table: pa.Table) -> pa.Table:
     return table.take(pa.array(order, pa.int64()))
 
 
+def _is_text(typ: pa.DataType) -> bool:
+    return bool(pa.types.is_string(typ) or pa.types.is_large_string(typ))
+
+
+def _read_file(f: Path) -> tuple[pa.Table | None, str]:
+    """(table, "") for a readable store file; (None, why) for one that is no Parquet file;
+    (table, why) for a Parquet file without the store's columns. A missing file raises
+    ``FileNotFoundError`` (a compaction raced the reader: read again)."""
+    try:
+        t = pq.read_table(f)
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as err:
+        text = str(err).replace(f"Could not open Parquet input source '{f}': ", "")
+        return None, text.split(". ")[0].strip().rstrip(".") or type(err).__name__
+    if not {"key", "status", "point"} <= set(t.column_names):
+        return t, "no key/status/point columns"
+    kinds = {"key": _is_text, "status": _is_text, "point": pa.types.is_integer}
+    for col, ok in kinds.items():
+        typ = t.schema.field(col).type
+        if not (ok(typ) or (col == "point" and pa.types.is_null(typ))):
+            return t, f"column '{col}' holds {typ}, not {'integers' if col == 'point' else 'text'}"
+    return t, ""
+
+
+def part_rows(part: Path) -> int | None:
+    """Rows a journal part holds, from its name (``...-n<rows>.parquet``; None for older names)."""
+    tail = part.stem.rsplit("-", 1)[-1]
+    return int(tail[1:]) if tail.startswith("n") and tail[1:].isdigit() else None
+
+
+def _damaged_parts(damaged: list[tuple[Path, str]]) -> str:
+    """How to recover from damaged journal parts: drop them (their points are computed again by the
+    next run, which never reads a part it did not write completely) and resume."""
+    rows = [part_rows(f) for f, _ in damaged]
+    one = len(damaged) == 1
+    if all(r is not None for r in rows):
+        n = sum(r for r in rows if r is not None)
+        held = f"{'its' if one else 'their'} {n} point{'s' if n != 1 else ''} {'is' if n == 1 else 'are'}"
+    else:
+        held = f"the points {'it' if one else 'they'} held are"
+    first, why = damaged[0]
+    what = (
+        f"journal part '{first}' is damaged ({why})"
+        if one
+        else f"{len(damaged)} journal parts are damaged (the first, '{first}': {why})"
+    )
+    names = " ".join(f"'{f}'" for f, _ in damaged)
+    return (
+        f"store: {what}: drop the part{'' if one else 's'} (rm {names}; {held} run again) "
+        "and resume with the same command"
+    )
+
+
 class Store:
     """The results store at ``path`` (a ``.parquet`` file, its journal directory and its lock file)."""
 
@@ -192,16 +246,26 @@ class Store:
     def _read_once(self) -> tuple[pa.Table, list[Path]]:
         tables = []
         parts = self._part_files()
-        for f in ([self.path] if self.path.is_file() else []) + parts:
-            try:
-                t = pq.read_table(f)
-            except FileNotFoundError:
-                raise
-            except (pa.ArrowInvalid, OSError) as err:
-                raise ConfigError(f"store: '{f}' is not a readable Parquet file: {err}") from None
-            if not {"key", "status", "point"} <= set(t.column_names):
-                raise ConfigError(f"store: '{f}' is not a t3 sweep store (no key/status/point columns)")
+        damaged: list[tuple[Path, str]] = []
+        if self.path.is_file():
+            t, why = _read_file(self.path)
+            if t is None:
+                raise ConfigError(
+                    f"store: '{self.path}' is not a readable Parquet file ({why}); if it is a damaged "
+                    f"sweep store, move it aside (mv '{self.path}' '{self.path}.damaged'; the points it "
+                    "held are run again) and resume with the same command"
+                )
+            if why:
+                raise ConfigError(f"store: '{self.path}' is not a t3 sweep store ({why})")
             tables.append(t)
+        for f in parts:
+            t, why = _read_file(f)
+            if t is None or why:
+                damaged.append((f, why))
+            else:
+                tables.append(t)
+        if damaged:
+            raise ConfigError(_damaged_parts(damaged))
         return _concat(tables), parts
 
     def table(self) -> pa.Table:
@@ -225,7 +289,7 @@ class Store:
             return
         self.parts.mkdir(parents=True, exist_ok=True)
         self._seq += 1
-        name = f"part-{time.time_ns():020d}-{self._tag}-{self._seq:06d}.parquet"
+        name = f"part-{time.time_ns():020d}-{self._tag}-{self._seq:06d}-n{len(rows)}.parquet"
         _write_atomic(rows_to_table(rows), self.parts / name)
 
     def compact(self, reindex: dict[str, int] | None = None) -> pa.Table:

@@ -171,6 +171,10 @@ def project(
     if gpus is not None and gpus < 2:
         raise ConfigError(f"--gpus: must be >= 2, got {gpus}")
     h = load_hardware(hw)
+    topo = h.topology
+    if gpus is not None and topo.kind in ("mesh", "switch") and gpus > topo.gpus:  # every pair n/a
+        raise ConfigError(f"--gpus: {gpus} is more than the {topo.gpus} GPUs of the {topo.kind} of hardware "
+                          f"'{h.name}': no pair could be predicted; valid: 2..{topo.gpus}")  # fmt: skip
     if model is not None:
         from t3.workload import get_model
 

@@ -168,6 +168,14 @@ def project(trace: ImportedTrace, hw: Hardware, ficco: str = "explore", gpus: in
         rows.append(
             PairProjection(p, pred.predict(p.kind, g.m, g.n, g.k, g.batch, g.dtype, n), not hw.nmc.present)
         )
+    if not any(r.time(s).ok for r in rows for s in SHOWN):  # every cell n/a: nothing was projected
+        notes = {r.time(s).note.removeprefix("n/a: ") for r in rows for s in SHOWN if s != "best"}
+        reasons = sorted(notes - {""})
+        shown = "; ".join(reasons[:3]) + (f" (+{len(reasons) - 3} more)" if len(reasons) > 3 else "")
+        raise TraceError(
+            f"trace '{trace.source}': none of its {len(rows)} pairs could be predicted on hardware "
+            f"'{hw.name}': {shown}"
+        )
     return Projection(trace, hw, ok, why, ficco, rows)
 
 

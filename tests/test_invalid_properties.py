@@ -244,3 +244,98 @@ def test_invalid_sweep_value_is_named(path, value):
         )
     leaf = path.removeprefix("hardware.")
     assert leaf in str(e.value) or path in str(e.value), str(e.value)
+
+
+# ---- the runtime's arguments, journal parts, t3 trace project --gpus (issue 25 item 11) -----------
+
+RUNTIME_ARGS = ["timeout", "min_flops", "return_stats", "check_peers", "scatter_dim", "algo", "path", "tile",
+                "plan"]  # fmt: skip
+
+
+def _runtime_valid(arg: str, v) -> bool:
+    """An oracle written from the documentation (docs/runtime.md), not from the checks."""
+    if arg == "timeout":
+        return _is_number(v) and math.isfinite(v) and 0 < v <= 86400
+    if arg == "min_flops":
+        return _is_number(v) and math.isfinite(v) and v >= 0
+    if arg in ("return_stats", "check_peers"):
+        return isinstance(v, bool)
+    if arg == "scatter_dim":
+        return type(v) is int and v in (0, 1)
+    if arg == "algo":
+        return v in ("ring", "direct")
+    if arg == "path":
+        return v in ("auto", "tiled", "reference")
+    if arg == "tile":
+        return isinstance(v, list | tuple) and len(v) == 2 and all(type(x) is int and x > 0 for x in v)
+    return v is None  # plan: None, a Plan, or a FiCCO schedule name (none is this short)
+
+
+@pytest.fixture(scope="module")
+def one_rank_group(tmp_path_factory):
+    """A one-rank gloo group in this process, destroyed afterwards (other tests expect none)."""
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available() or dist.is_initialized():
+        pytest.skip("needs torch.distributed, not yet initialized")
+    store = tmp_path_factory.mktemp("pg") / "store"
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+@SETTINGS
+@given(op=st.sampled_from(["rs", "ar", "ag"]), arg=st.sampled_from(RUNTIME_ARGS), value=anything)
+def test_invalid_runtime_argument_is_named(one_rank_group, op, arg, value):
+    """Any value of any argument of the three runtime ops: a ValueError naming the argument before any
+    data moves, or (valid) the reference's result."""
+    import torch
+
+    from t3.runtime import all_gather_matmul, matmul_all_reduce, matmul_reduce_scatter
+
+    if arg == "scatter_dim" and op != "rs":
+        return
+    fn = {"rs": matmul_reduce_scatter, "ar": matmul_all_reduce, "ag": all_gather_matmul}[op]
+    A, B = torch.arange(16.0).reshape(4, 4), torch.ones(4, 4)
+    if _runtime_valid(arg, value):
+        out = fn(A, B, **{arg: value})
+        got = out[0] if arg == "return_stats" and value else out
+        assert torch.equal(got, A @ B)
+        return
+    with pytest.raises(ValueError) as e:
+        fn(A, B, **{arg: value})
+    assert str(e.value).startswith(f"{arg}:"), str(e.value)
+
+
+@SETTINGS
+@given(data=st.binary(max_size=64))
+def test_any_damaged_journal_part_is_named(tmp_path_factory, data):
+    """Any bytes in a journal part: a ConfigError naming the part and saying how to recover."""
+    from t3.experiments.sweep import Store
+
+    d = tmp_path_factory.mktemp("journal")
+    db = Store(d / "r.parquet")
+    db.parts.mkdir()
+    part = db.parts / "part-00000000000000000001-x-000001-n3.parquet"
+    part.write_bytes(data)
+    with pytest.raises(ConfigError) as e:
+        db.table()
+    assert f"journal part '{part}' is damaged" in str(e.value), str(e.value)
+    assert f"drop the part (rm '{part}'; its 3 points are run again)" in str(e.value)
+
+
+@SETTINGS
+@given(gpus=st.one_of(st.integers(-(10**9), 1), st.integers(9, 10**9)))
+def test_trace_project_gpus_out_of_range_is_named(gpus):
+    """--gpus outside 2..8 on an 8-GPU switch preset: exit 2, one line naming --gpus, before any work."""
+    import contextlib
+    import io
+
+    from t3.cli.main import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as e:
+        main(["trace", "project", "no-such-trace.json", "--hw", "h100-8", "--gpus", str(gpus)])
+    assert e.value.code == 2
+    assert err.getvalue().startswith("error: --gpus: ") and err.getvalue().count("\n") == 1, err.getvalue()

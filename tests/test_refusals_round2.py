@@ -245,3 +245,14 @@ def test_projection_with_every_cell_na_is_an_error():
     msg = str(e.value)
     assert f"none of its {len(t.pairs)} pairs could be predicted on hardware 'h100-8'" in msg, msg
     assert msg.endswith("tp: 64 GPUs exceed the switch of 8 GPUs in hardware 'h100-8'"), msg
+
+
+@pytest.mark.parametrize("workers", ["99999999999", "257"])
+def test_sweep_workers_beyond_the_bound_is_refused(workers, tmp_path, capsys):
+    """An overflowing --workers was a 69-line OverflowError traceback from the process pool."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC)
+    args = ("sweep", str(spec), "--store", str(tmp_path / "r.parquet"), "--workers", workers)
+    line = one_line_error(*cli(capsys, *args)[::2])
+    assert line == f"error: --workers: must be <= 256 (one process each), got {workers}"
+    assert not (tmp_path / "r.parquet").exists()

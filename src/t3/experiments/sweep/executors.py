@@ -278,12 +278,17 @@ class DaskExecutor:
             self._cluster.close()
 
 
+MAX_WORKERS = 256  # one process each; more overflowed the pool's C int or exhausted the process table
+
+
 def check_executor(kind: str, workers: int | None, scheduler: str | None = None) -> None:
     """Reject bad executor arguments (one-line error naming the option) before any work."""
     if kind not in EXECUTORS:
         raise ConfigError(f"--executor: unknown executor '{kind}' (available: {', '.join(EXECUTORS)})")
     if workers is not None and workers < 1:
         raise ConfigError(f"--workers: must be >= 1, got {workers}")
+    if workers is not None and workers > MAX_WORKERS:
+        raise ConfigError(f"--workers: must be <= {MAX_WORKERS} (one process each), got {workers}")
     if scheduler and kind != "dask":
         raise ConfigError("--scheduler: only valid with --executor dask")
 

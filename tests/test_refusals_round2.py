@@ -256,3 +256,17 @@ def test_sweep_workers_beyond_the_bound_is_refused(workers, tmp_path, capsys):
     line = one_line_error(*cli(capsys, *args)[::2])
     assert line == f"error: --workers: must be <= 256 (one process each), got {workers}"
     assert not (tmp_path / "r.parquet").exists()
+
+
+@pytest.mark.parametrize("text", ["", "# a comment only\n"])
+def test_empty_sweep_spec_is_refused(text, tmp_path, capsys):
+    """An empty spec ran t3 run's defaults as a one-point sweep and exited 0."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(text)
+    store = tmp_path / "r.parquet"
+    line = one_line_error(*cli(capsys, "sweep", str(spec), "--store", str(store))[::2])
+    assert line == (
+        f"error: sweep spec '{spec}': the file holds no keys: give [base] values and a [grid] of lists to "
+        "sweep (docs/sweeps.md)"
+    )
+    assert not store.exists()

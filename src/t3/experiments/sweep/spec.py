@@ -248,6 +248,11 @@ def load_spec(path: str | Path, force: bool = False) -> Sweep:
 
     p = Path(path)
     data = read_toml(p, "sweep spec")
+    if not data:  # an empty file (or comments only) would run t3 run's defaults once, unasked
+        raise ConfigError(
+            f"sweep spec '{p}': the file holds no keys: give [base] values and a [grid] of lists to sweep "
+            "(docs/sweeps.md)"
+        )
     return spec_from_dict(data, origin=str(p), root=p.parent, force=force)
 
 

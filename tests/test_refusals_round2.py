@@ -270,3 +270,31 @@ def test_empty_sweep_spec_is_refused(text, tmp_path, capsys):
         "sweep (docs/sweeps.md)"
     )
     assert not store.exists()
+
+
+def test_journal_path_that_is_a_file_is_refused_before_work(tmp_path, capsys):
+    """It was a FileExistsError traceback after every point had been computed."""
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC)
+    store = tmp_path / "r.parquet"
+    journal = tmp_path / "r.parquet.parts"
+    journal.write_text("x")
+    want = (
+        f"error: --store: its journal '{journal}' exists and is not a directory; move it aside "
+        f"(mv '{journal}' '{journal}.old') and run again"
+    )
+    for args in (
+        ("sweep", str(spec), "--store", str(store), "--workers", "1"),
+        ("sweep", "show", str(store)),
+    ):
+        assert one_line_error(*cli(capsys, *args)[::2]) == want
+    assert not store.exists()
+
+
+def test_journal_part_that_is_a_directory_is_named(stored, capsys):
+    spec, store, part = stored
+    other = part.with_name("part-00000000000000000001-x-000001-n2.parquet")
+    other.mkdir()
+    line = one_line_error(*cli(capsys, "sweep", "show", str(store))[::2])
+    assert f"journal part '{other}' is damaged (a directory, not a Parquet file)" in line, line
+    assert f"(rm -r '{other}'; its 2 points are run again)" in line, line

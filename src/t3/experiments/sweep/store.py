@@ -137,6 +137,8 @@ def _read_file(f: Path) -> tuple[pa.Table | None, str]:
     """(table, "") for a readable store file; (None, why) for one that is no Parquet file;
     (table, why) for a Parquet file without the store's columns. A missing file raises
     ``FileNotFoundError`` (a compaction raced the reader: read again)."""
+    if f.is_dir():
+        return None, "a directory, not a Parquet file"
     try:
         t = pq.read_table(f)
     except FileNotFoundError:
@@ -177,8 +179,9 @@ def _damaged_parts(damaged: list[tuple[Path, str]]) -> str:
         else f"{len(damaged)} journal parts are damaged (the first, '{first}': {why})"
     )
     names = " ".join(f"'{f}'" for f, _ in damaged)
+    rm = "rm -r" if any(f.is_dir() for f, _ in damaged) else "rm"
     return (
-        f"store: {what}: drop the part{'' if one else 's'} (rm {names}; {held} run again) "
+        f"store: {what}: drop the part{'' if one else 's'} ({rm} {names}; {held} run again) "
         "and resume with the same command"
     )
 
@@ -193,6 +196,11 @@ class Store:
         if self.path.exists() and not self.path.is_file():
             raise ConfigError(f"--store: '{self.path}' exists and is not a file")
         self.parts = self.path.with_name(self.path.name + ".parts")
+        if self.parts.exists() and not self.parts.is_dir():
+            raise ConfigError(
+                f"--store: its journal '{self.parts}' exists and is not a directory; move it aside "
+                f"(mv '{self.parts}' '{self.parts}.old') and run again"
+            )
         self.lockfile = self.path.with_name(self.path.name + ".lock")
         self._lock_fd: int | None = None
         self._seq = 0

@@ -50,7 +50,9 @@ def check_run(op: Operator, hw: Hardware, spec: Any, options: RunOptions, force:
         from t3.schedules.t3 import require_functional
 
         require_functional(spec.name)
-    size.check(size.run_work(op, hw, spec.name, options.symmetric, options.functional), force=force)
+    size.check(
+        size.run_work(op, hw, spec.name, options.symmetric, options.functional, options.comm_cus), force=force
+    )
 
 
 def record(op: Operator, hw: Hardware, config: str, out: Outcome) -> dict[str, Any]:
@@ -136,6 +138,11 @@ def _check_int(field: str, value: Any, minimum: int) -> int:
     return value
 
 
+def _check_force(force: Any) -> None:
+    if not isinstance(force, bool):
+        raise ConfigError(f"force: must be True or False, got {force!r}")
+
+
 def _check_choice(field: str, value: Any, choices: tuple[str, ...] | list[str]) -> str:
     from t3.errors import ConfigError
 
@@ -171,15 +178,19 @@ def _check_gpus(gpus: Any, hw: Hardware) -> int:
 
 
 def gemm(
-    m: int, n: int, k: int, dtype: str = "bf16", hardware: str | Path | Hardware = "h100-8"
-) -> dict[str, Any]:
+    m: int, n: int, k: int, dtype: str = "bf16", hardware: str | Path | Hardware = "h100-8",
+    force: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     """One GEMM ``(m x k) @ (k x n)`` alone on one GPU (all CUs, one kernel launch).
 
-    Returns ``time_s`` and ``tflops`` (2 m n k / time / 1e12) with the inputs echoed."""
+    Returns ``time_s`` and ``tflops`` (2 m n k / time / 1e12) with the inputs echoed. Work above
+    :data:`t3.size.LIMIT_OPS` is refused (:class:`t3.errors.TooLargeError`) unless ``force``."""
     for field, v in (("m", m), ("n", n), ("k", k)):
         _check_int(field, v, 1)
     hw = _hardware(hardware)
     _check_dtype(dtype, hw)
+    _check_force(force)
+    size.check(size.gemm_work(m, n, k, dtype, hw), force=force, flag="force=True")
     t = _gemm_time_s(GemmShape(m, n, k, dtype), hw)
     return {
         "m": m, "n": n, "k": k, "dtype": dtype, "hardware": hw.name,
@@ -214,8 +225,9 @@ def collective_algos(
 
 
 def collective(
-    op: str, nbytes: int, gpus: int = 8, hardware: str | Path | Hardware = "h100-8", algo: str = "auto"
-) -> dict[str, Any]:
+    op: str, nbytes: int, gpus: int = 8, hardware: str | Path | Hardware = "h100-8", algo: str = "auto",
+    force: bool = False,
+) -> dict[str, Any]:  # fmt: skip
     """One collective alone on ``gpus`` GPUs, sized as nccl-tests sizes it.
 
     ``nbytes``: all_reduce = the buffer; reduce_scatter = the full input; all_gather = the full output;
@@ -223,13 +235,17 @@ def collective(
     ``algbw_Bps`` (= nbytes / time) and ``busbw_Bps`` (= algbw x the nccl-tests factor: 2(n-1)/n for
     all_reduce, (n-1)/n otherwise), ``device_s`` (the kernel's own time, without its launch: what a
     profile's kernel span shows) and ``algo``, the algorithm/protocol that ran (``auto``: the
-    collective library's own least-time choice, e.g. ``ring/ll128`` or ``nvls/simple``)."""
+    collective library's own least-time choice, e.g. ``ring/ll128`` or ``nvls/simple``). A buffer
+    larger than one GPU's memory is refused (:class:`t3.errors.TooLargeError`) unless ``force``
+    (:func:`t3.size.check_collective_bytes`)."""
     from t3.errors import ConfigError
 
     _check_choice("op", op, COLLECTIVE_OPS)
     nbytes = _check_int("nbytes", nbytes, 1)
     hw = _hardware(hardware)
     n = _check_gpus(gpus, hw)
+    _check_force(force)
+    size.check_collective_bytes(op, nbytes, hw, force=force)
     valid = collective_algos(op, hw, n)
     if not valid:
         raise ConfigError(f"op: {op} is modelled on mesh and switch topologies only, '{hw.name}' is a ring")
@@ -269,7 +285,7 @@ OVERLAP_OPS = ("ag-gemm", "gemm-rs", "moe")
 
 def overlap(
     op: str, m: int, n: int, k: int, gpus: int = 8, hardware: str | Path | Hardware = "h100-8",
-    schedule: str = "bulk-g1-M-cu", dtype: str = "bf16",
+    schedule: str = "bulk-g1-M-cu", dtype: str = "bf16", force: bool = False,
 ) -> dict[str, Any]:  # fmt: skip
     """One communication-dependent GEMM (FiCCO's operations, sizes as in ``t3 ficco explore``) under
     one schedule. ``schedule``: a FiCCO schedule name (``bulk-g1-M-cu`` = the collective, then the
@@ -277,7 +293,8 @@ def overlap(
 
     Returns ``time_s``, ``schedule`` (the one that ran), ``gemm_alone_s`` and ``comm_alone_s`` (the
     operation's GEMM and collective each alone), ``contention_s`` and ``decomposition_s`` (the losses of
-    ``docs/ficco.md``)."""
+    ``docs/ficco.md``). Work above :data:`t3.size.LIMIT_OPS` (for ``"best"``: the estimate and limit
+    of ``t3 ficco explore``) is refused (:class:`t3.errors.TooLargeError`) unless ``force``."""
     from t3.errors import ConfigError
     from t3.ficco.losses import explore
     from t3.ficco.space import FiccoOperator, check_fits, legality, parse_name
@@ -299,6 +316,8 @@ def overlap(
         if why:
             raise ConfigError(f"schedule: {schedule} cannot run {fop.describe()} on '{hw.name}': {why}")
         axes = [ax]
+    _check_force(force)
+    size.check(size.overlap_work(fop, hw, schedule), force=force, flag="force=True")
     ex = explore(fop, hw, axes)
     best = ex.best()
     return {

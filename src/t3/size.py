@@ -28,7 +28,10 @@ or one exploration (about a minute), :data:`LIMIT_TOTAL_OPS` for a whole sweep o
 
 from __future__ import annotations
 
+import contextvars
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from t3.errors import TooLargeError
@@ -55,25 +58,63 @@ def _ceil(a: float, b: float) -> int:
     return max(1, math.ceil(a / b))
 
 
-def gemm_waves(m: int, n: int, hw, *, chunks: int = 1, cus: int | None = None) -> int:
-    """Waves of an M x N output cut into ``chunks`` row blocks (the tile count of ``plan_gemm``)."""
+# a GEMM of more rows than this many waves of the preset's tile picks the tile it picks for this many
+# (on the 480 shapes x presets x chunkings of tests/test_size_guards.py the choice no longer changes)
+TILE_PROBE_WAVES = 128
+
+
+def gemm_tile(m: int, n: int, k: int, dtype: str, hw, *, chunks: int = 1, cus: int | None = None) -> tuple:
+    """The macro-tile ``plan_gemm`` picks for an M x N x K GEMM: planned for at most
+    :data:`TILE_PROBE_WAVES` waves of the preset's tile (a fraction of a second), the rows beyond
+    leave the choice unchanged. The preset's tile is the largest of the menu, so smaller tiles (up to
+    4x the waves on a 128 x 128 preset, 16x on 256 x 256) are what the estimate must know about."""
+    from t3.ops.gemm import plan_gemm
+    from t3.workload.sublayers import GemmShape
+
     c = hw.compute
-    tiles = chunks * _ceil(m / chunks, c.tile_m) * _ceil(n, c.tile_n)
-    return _ceil(tiles, (cus or c.cus) * c.wg_per_cu)
+    cus = c.cus if cus is None else cus
+    rows = _ceil(TILE_PROBE_WAVES * cus * c.wg_per_cu, _ceil(n, c.tile_n)) * c.tile_m
+    rows = chunks * _ceil(rows, chunks * c.tile_m) * c.tile_m
+    if m <= rows or m % chunks:
+        rows = m  # the GEMM's own plan (memoised: the simulation reuses it)
+    plan = plan_gemm(GemmShape(rows, n, k, dtype), hw, chunks=chunks, cus=cus)
+    return plan.tile_m, plan.tile_n
 
 
-def run_work(op, hw, config: str, symmetric: bool = True, functional: bool = False) -> Work:
+def gemm_waves(
+    m: int, n: int, hw, *, chunks: int = 1, cus: int | None = None, k: int | None = None,
+    dtype: str | None = None,
+) -> int:  # fmt: skip
+    """Waves of an M x N output cut into ``chunks`` row blocks (the tile count of ``plan_gemm``):
+    with ``k`` and ``dtype``, in the tile the plan picks (:func:`gemm_tile`); without, in the preset's
+    tile (the largest of the menu: a lower bound)."""
+    c = hw.compute
+    cus = c.cus if cus is None else cus
+    bm, bn = (c.tile_m, c.tile_n) if k is None or dtype is None else gemm_tile(m, n, k, dtype, hw, chunks=chunks, cus=cus)
+    tiles = chunks * _ceil(m / chunks, bm) * _ceil(n, bn)
+    return _ceil(tiles, cus * c.wg_per_cu)
+
+
+def run_work(op, hw, config: str, symmetric: bool = True, functional: bool = False, comm_cus: int = 16) -> Work:
     """Estimated ops of one sublayer simulation (see the module docstring)."""
     tp, g = op.tp, op.gemm
     t3 = config in T3_CONFIGS
-    waves = gemm_waves(g.m, g.n, hw, chunks=tp if t3 else 1)
+    cus = hw.compute.cus - comm_cus if config == "concurrent" and 0 < comm_cus < hw.compute.cus else None
+    chunks = tp if t3 and g.m % tp == 0 else 1
+    waves = gemm_waves(g.m, g.n, hw, chunks=chunks, cus=cus, k=g.k, dtype=g.dtype)
     gpus = tp if (not symmetric or functional) else 1
-    ops = gpus * (3 * waves + 4 * tp + 8)
     if t3:
-        ops += gpus * tp * tp
+        # load + compute per wave, up to two tile groups per wave (cut at a chunk boundary and where
+        # the downstream GPU's groups start), each one store or DMA op (and a burst op where the DMA
+        # engines stage), the all-gather's steps and the address maps' tp x tp entries
+        groups = 2 * waves * (2 if hw.dma.staging_bytes else 1)
+        ops = gpus * (2 * waves + groups + 2 * tp + tp * tp)
+    else:
+        ops = gpus * (2 * waves + 4 * tp)  # load + compute per wave, the RS and AG steps
+    bm, bn = gemm_tile(g.m, g.n, g.k, g.dtype, hw, chunks=chunks, cus=cus)
     what = (
         f"{config}, TP {tp}, GEMM {g.m}x{g.n}x{g.k} in {waves} waves of "
-        f"{hw.compute.tile_m}x{hw.compute.tile_n} tiles, {gpus} GPU(s) simulated"
+        f"{bm}x{bn} tiles, {gpus} GPU(s) simulated"
     )
     return Work(float(ops), what)
 
@@ -109,11 +150,138 @@ def select_work(fop, hw) -> Work:
     return Work(ops, f"GEMM pieces of {cands} candidate schedule(s) of {fop.describe()} planned")
 
 
+def gemm_work(m: int, n: int, k: int, dtype: str, hw) -> Work:
+    """Estimated ops of one GEMM alone (``t3.api.gemm``): a load and a compute op per wave."""
+    waves = gemm_waves(m, n, hw, k=k, dtype=dtype)
+    bm, bn = gemm_tile(m, n, k, dtype, hw)
+    return Work(2.0 * waves + 2, f"GEMM {m}x{n}x{k} {dtype} in {waves} waves of {bm}x{bn} tiles")
+
+
+def overlap_work(fop, hw, schedule: str) -> Work:
+    """Estimated ops of ``t3.api.overlap``: ``"best"`` explores every candidate (the estimate and the
+    limit of ``t3 ficco explore``); a named schedule runs one candidate and the operation's GEMM and
+    collective alone (two simulations' worth of one candidate)."""
+    if schedule == "best":
+        return explore_work(fop, hw)
+    n = fop.gpus
+    gpus = 1 if fop.symmetric else n
+    per = gpus * (2 * _ficco_waves(fop, hw) + 2 * n * n + 8)
+    return Work(2.0 * per, f"schedule {schedule} of {fop.describe()}, {gpus} GPU(s) simulated")
+
+
+# No hardware preset has a memory-capacity field (hbm.capacity_bytes); until one does, a collective's
+# buffer is bounded by the largest HBM of the GPUs the presets model (MI300X: 192 GB, datasheet).
+MAX_HBM_BYTES = 192e9
+
+
+def check_collective_bytes(op: str, nbytes: float, hw, *, force: bool = False, flag: str = "force=True") -> None:
+    """Refuse a collective whose buffer on one GPU (``nbytes``, nccl-tests sizes; an all-to-all holds
+    its send and its receive buffer) is more than one GPU's memory, unless ``force``."""
+    cap = getattr(hw.hbm, "capacity_bytes", None)
+    where = "hbm.capacity_bytes" if cap else (
+        f"'{hw.name}' has no hbm.capacity_bytes; the largest HBM of the modelled GPUs"
+    )
+    cap = float(cap or MAX_HBM_BYTES)
+    held = 2.0 * nbytes if op == "all_to_all" else float(nbytes)
+    if force or _FORCED.get() or held <= cap:
+        return
+    what = "send + receive buffers" if op == "all_to_all" else "buffer"
+    raise TooLargeError(
+        f"size: nbytes = {nbytes:.3g} bytes ({op}: {held:.3g} bytes of {what} per GPU) is more than one "
+        f"GPU's memory ({cap:.3g} bytes, {where}); use a smaller size, or {flag} to run it anyway"
+    )
+
+
+def validation_work(rows) -> Work:
+    """Estimated ops of ``t3 validate`` over ``rows`` (each distinct prediction once, as the runner
+    memoises them). A row that cannot be estimated counts nothing here: running it raises its error."""
+    from t3.config.hardware import load_hardware
+    from t3.errors import T3Error
+    from t3.ficco.space import FiccoOperator
+
+    seen: dict[tuple, float] = {}
+    hws: dict[str, object] = {}
+    for r in rows:
+        w = r.workload
+        try:
+            hw = hws.get(r.hardware) or hws.setdefault(r.hardware, load_hardware(r.hardware))
+            if r.category == "gemm_tflops":
+                key = ("gemm", w["m"], w["n"], w["k"], w["dtype"], r.hardware)
+                if key not in seen:
+                    seen[key] = gemm_work(w["m"], w["n"], w["k"], w["dtype"], hw).ops
+            elif r.category == "interference":  # the GEMM alone and beside the communication
+                key = ("interference", w["m"], w["n"], w["k"], w["dtype"], r.hardware)
+                if key not in seen:
+                    seen[key] = 4 * gemm_work(w["m"], w["n"], w["k"], w["dtype"], hw).ops
+            elif r.category.startswith("overlap") or "schedule" in w:
+                fop = FiccoOperator(w["op"], w["m"], w["n"], w["k"], w["gpus"], w["dtype"])
+                for sched in (w.get("schedule"), w.get("baseline")):
+                    key = ("overlap", w["op"], w["m"], w["n"], w["k"], w["gpus"], w["dtype"], sched, r.hardware)
+                    if sched and key not in seen:
+                        seen[key] = overlap_work(fop, hw, sched).ops
+            else:  # collectives, memory streams, latencies: tens of ops whatever the size
+                seen.setdefault((r.category, repr(sorted(w.items())), r.hardware), 100.0)
+        except (T3Error, KeyError, TypeError, ValueError):
+            continue
+    return Work(sum(seen.values()), f"{len(seen)} distinct predictions of {len(list(rows))} rows")
+
+
+def trace_work(trace, hw, ficco: str = "explore", gpus: int | None = None) -> Work:
+    """Estimated ops of ``t3 trace project``: per distinct GEMM / collective pair, the sublayer
+    configurations (sequential, ideal, T3, T3-MCA) for a GEMM + all-reduce or reduce-scatter, the GEMM
+    alone for the others, and FiCCO's exploration (``explore``) or selection (``select``)."""
+    from t3.errors import T3Error
+    from t3.ficco.space import FiccoOperator
+    from t3.workload.sublayers import GemmShape, Operator
+
+    seen: dict[tuple, float] = {}
+    for p in trace.pairs:
+        g = p.gemm
+        n = gpus or p.collective.group_size
+        rows = g.m * g.batch
+        key = (p.kind, rows, g.n, g.k, g.dtype, n)
+        if key in seen or not n or n < 2:
+            continue
+        try:
+            ops = 0.0
+            fic = None
+            if p.kind in ("gemm-ar", "gemm-rs"):
+                op = Operator("trace", "pair", "forward", n, rows, GemmShape(rows, g.n, g.k, g.dtype))
+                ops += sum(run_work(op, hw, c).ops for c in ("sequential", "ideal-gemm-rs-overlap", "t3", "t3-mca"))
+                fic = FiccoOperator("gemm-rs", rows, g.n, g.k, n, g.dtype) if p.kind == "gemm-rs" else None
+            else:
+                ops += gemm_work(rows, g.n, g.k, g.dtype, hw).ops
+                if p.kind == "ag-gemm":
+                    fic = FiccoOperator("ag-gemm", rows, g.n, g.k, n, g.dtype)
+                elif p.kind == "ag-gemm-w":
+                    fic = FiccoOperator("ag-gemm", g.n, rows, g.k, n, g.dtype)
+            if fic is not None:
+                ops += (explore_work(fic, hw) if ficco == "explore" else select_work(fic, hw)).ops
+            seen[key] = ops
+        except (T3Error, ValueError, ZeroDivisionError):
+            seen[key] = 0.0
+    return Work(sum(seen.values()), f"{len(seen)} distinct GEMM / collective pairs of {len(trace.pairs)}")
+
+
+_FORCED: contextvars.ContextVar[bool] = contextvars.ContextVar("t3_size_forced", default=False)
+
+
+@contextmanager
+def forced(on: bool = True) -> Iterator[None]:
+    """Inside the block every guard passes (``on``): a command that was forced (``--force``) and runs
+    its work through entry points that guard themselves again (``t3 validate --data``)."""
+    token = _FORCED.set(bool(on) or _FORCED.get())
+    try:
+        yield
+    finally:
+        _FORCED.reset(token)
+
+
 def check(work: Work, *, force: bool = False, limit: float | None = None, flag: str = "--force") -> None:
     """Refuse ``work`` above ``limit`` (default :data:`LIMIT_OPS`) unless ``force`` (one line: the
     estimate, what it comes from, the way out)."""
     limit = LIMIT_OPS if limit is None else limit
-    if force or work.ops <= limit:
+    if force or _FORCED.get() or work.ops <= limit:
         return
     raise TooLargeError(
         f"size: about {work.ops:.2g} ops of simulation work ({work.what}) is above the limit of {limit:.0e} "

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from t3.cli.common import fmt_bytes, fmt_time
+from t3.cli.common import fmt_bytes, fmt_time, force_option
 from t3.cli.main import app
 from t3.errors import ConfigError
 
@@ -160,6 +160,7 @@ def project(
         "results/trace", "--out", help="folder for projection.json, .perfetto.json, .png"
     ),
     as_json: bool = _JSON,
+    force: bool = force_option(),
 ) -> None:
     """Per pair: sequential, ideal overlap, T3 / T3-MCA, best FiCCO schedule; the projected step."""
     from t3.config.hardware import load_hardware
@@ -181,6 +182,9 @@ def project(
         get_model(model)
     folder = check_output_dir(out, "--out")
     t = _import(trace, model)
+    from t3 import size
+
+    size.check(size.trace_work(t, h, ficco, gpus), force=force)
     pr = run_project(t, h, ficco, gpus, same_hw)
     doc = pr.as_dict()
     files = {"json": folder / "projection.json", "perfetto": folder / "projection.perfetto.json",

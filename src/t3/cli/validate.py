@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from t3.cli.common import force_option
 from t3.cli.main import app
 
 _ROLE = typer.Option(None, "--role", help="calibration or validation (default: both)")
@@ -27,6 +28,7 @@ _MD = typer.Option(False, "--markdown", help="print the summary and the per-row 
 _DATA = typer.Option(
     None, "--data", help="dataset file(s) to use instead of the shipped dataset (repeatable)"
 )
+_FORCE = force_option()
 
 PROGRESS_AFTER_S = 2.0  # the progress bar appears once a run has taken this long
 
@@ -101,7 +103,7 @@ class _Progress:
 @app.command()
 def validate(
     role: str = _ROLE, category: str = _CAT, hardware: str = _HW, as_json: bool = _JSON,
-    plot: Path = _PLOT, markdown: bool = _MD, data: list[Path] = _DATA,
+    plot: Path = _PLOT, markdown: bool = _MD, data: list[Path] = _DATA, force: bool = _FORCE,
 ) -> None:  # fmt: skip
     """Predict every published measurement of the dataset and print measured, predicted and error."""
     from t3.errors import ConfigError
@@ -121,9 +123,13 @@ def validate(
         raise ConfigError(
             f"no rows match {asked}; rows exist for: " + ", ".join(f"{c} ({r})" for c, r in have)
         )
+    from t3 import size
+
+    size.check(size.validation_work(rows), force=force)  # the rows' sum, before any of them runs
     prog = _Progress()
     try:
-        outcomes = run(rows, progress=prog)
+        with size.forced(force):
+            outcomes = run(rows, progress=prog)
     finally:
         prog.close()
     summary = summarize(outcomes)

@@ -1,17 +1,20 @@
 """Work estimates and the size guard: inputs that would run for minutes and grow to gigabytes are
 refused before anything is built, unless forced (``--force``, ``force=True``).
 
-The estimate is computed from the shapes and the hardware alone, in microseconds, without planning a
-GEMM or building a schedule. Its unit is the *op*: one op of a schedule is about one engine event and
-costs 20-60 µs of CPU on one core (``benchmarks/bench_sim.py``); the simulator's memory grows with the
-ops too (about 1-2 kB each).
+The estimate is computed from the shapes and the hardware, in a fraction of a second, without building a
+schedule: the GEMM's tile is the one ``plan_gemm`` picks for at most :data:`TILE_PROBE_WAVES` waves. Its unit is the *op*: one op of a schedule is about one engine event and
+costs about 40 µs of CPU on one core and up to 2 kB of memory, planning included
+(``benchmarks/size_guard.py``: 18-56 µs and 1.1-1.5 kB for sublayer runs, 3.8 kB for a GEMM alone).
 
 - A sublayer simulation (``t3 run``, each point of a sweep or reproduction) builds, on each simulated
   GPU (one on the symmetric fast path, ``tp`` with ``--all-gpus`` or functional mode), two ops per
-  GEMM wave (load, compute), one tile group per wave for T3's fused reduce-scatter, and two ops per
-  peer for the reduce-scatter and all-gather steps: ``ops = gpus_simulated x (3 x waves + 4 x tp + 8)``
-  with ``waves = ceil(tiles / (cus x wg_per_cu))`` and the tiles of the (staggered, for T3) GEMM.
-  T3 configurations also build address maps of ``tp x tp`` entries per simulated GPU, counted as ops.
+  GEMM wave (load, compute) and two ops per peer for the collectives' steps:
+  ``ops = gpus_simulated x (2 x waves + 4 x tp)`` with ``waves = ceil(tiles / (cus x wg_per_cu))`` in
+  the tile the plan picks (the preset's tile is the menu's largest; 128x64 tiles doubled the waves of
+  ``t3 run --tokens 100000000``, estimated at 1e6 ops, 200 s and 5.7 GB). T3 adds up to two tile
+  groups per wave (a store or DMA op each, and a burst op where the DMA engines stage) and its
+  address maps of ``tp x tp`` entries per simulated GPU. Planning walks every tile of the menu over
+  the whole GEMM: those waves (``Work.planned``) count towards the limit too.
 - A FiCCO exploration simulates every candidate schedule (full, ideal and communication-only runs);
   each builds, per simulated GPU, two ops per GEMM wave plus the ``gpus^2`` transfers of the finest
   split: ``ops = 2 x candidates x gpus_simulated x (2 x waves + 2 x gpus^2 + 8)`` (measured on the
@@ -22,7 +25,8 @@ ops too (about 1-2 kB each).
 - A multi-point command (sweep, reproduction) sums its points.
 
 Limits (documented in ``--help`` and ``docs/architecture.md``): :data:`LIMIT_OPS` for one simulation
-or one exploration (about a minute), :data:`LIMIT_TOTAL_OPS` for a whole sweep or reproduction, and
+or one exploration (:data:`PROMISE`: measured by ``benchmarks/size_guard.py``; the limit applies to
+:attr:`Work.cost`, simulated ops + GEMM waves planned), :data:`LIMIT_TOTAL_OPS` for a whole sweep or reproduction, and
 :data:`LIMIT_POINTS` points per sweep (checked from the grid's axis lengths, before expanding it).
 """
 
@@ -36,6 +40,9 @@ from dataclasses import dataclass
 
 from t3.errors import TooLargeError
 
+PROMISE_S = 40.0  # CPU seconds per 1e6 estimated ops (benchmarks/size_guard.py)
+PROMISE_GB = 2.0  # GB of memory per 1e6 estimated ops (at most)
+PROMISE = f"about {PROMISE_S:.0f} s of CPU and up to {PROMISE_GB:g} GB per 1e6 ops"
 LIMIT_OPS = 1_000_000  # one simulation / exploration: ~20-60 s and ~1-2 GB
 LIMIT_TOTAL_OPS = 50_000_000  # a whole sweep or reproduction: ~30 min on one core
 LIMIT_POINTS = 100_000  # points of one sweep grid
@@ -49,9 +56,16 @@ class Work:
 
     ops: float
     what: str
+    planned: float = 0.0  # GEMM waves planned (every tile of the menu is planned over the whole GEMM)
+
+    @property
+    def cost(self) -> float:
+        """What the limit applies to: a planned wave costs about what a simulated op does (CPU and
+        memory: the plan keeps every wave's blocks for its L2 reuse distances)."""
+        return self.ops + self.planned
 
     def __add__(self, other: Work) -> Work:
-        return Work(self.ops + other.ops, self.what)
+        return Work(self.ops + other.ops, self.what, self.planned + other.planned)
 
 
 def _ceil(a: float, b: float) -> int:
@@ -95,6 +109,17 @@ def gemm_waves(
     return _ceil(tiles, cus * c.wg_per_cu)
 
 
+def planned_waves(m: int, n: int, hw, *, chunks: int = 1, cus: int | None = None) -> int:
+    """Waves ``plan_gemm`` walks to pick a tile: every tile of the menu, over the whole GEMM."""
+    from t3.ops.gemm import tile_menu
+
+    c = hw.compute
+    cus = c.cus if cus is None else cus
+    return sum(
+        _ceil(chunks * _ceil(m / chunks, bm) * _ceil(n, bn), cus * c.wg_per_cu) for bm, bn in tile_menu(hw)
+    )
+
+
 def run_work(op, hw, config: str, symmetric: bool = True, functional: bool = False, comm_cus: int = 16) -> Work:
     """Estimated ops of one sublayer simulation (see the module docstring)."""
     tp, g = op.tp, op.gemm
@@ -116,7 +141,7 @@ def run_work(op, hw, config: str, symmetric: bool = True, functional: bool = Fal
         f"{config}, TP {tp}, GEMM {g.m}x{g.n}x{g.k} in {waves} waves of "
         f"{bm}x{bn} tiles, {gpus} GPU(s) simulated"
     )
-    return Work(float(ops), what)
+    return Work(float(ops), what, float(planned_waves(g.m, g.n, hw, chunks=chunks, cus=cus)))
 
 
 def _ficco_waves(fop, hw) -> int:
@@ -154,7 +179,9 @@ def gemm_work(m: int, n: int, k: int, dtype: str, hw) -> Work:
     """Estimated ops of one GEMM alone (``t3.api.gemm``): a load and a compute op per wave."""
     waves = gemm_waves(m, n, hw, k=k, dtype=dtype)
     bm, bn = gemm_tile(m, n, k, dtype, hw)
-    return Work(2.0 * waves + 2, f"GEMM {m}x{n}x{k} {dtype} in {waves} waves of {bm}x{bn} tiles")
+    return Work(
+        2.0 * waves + 2, f"GEMM {m}x{n}x{k} {dtype} in {waves} waves of {bm}x{bn} tiles", planned_waves(m, n, hw)
+    )
 
 
 def overlap_work(fop, hw, schedule: str) -> Work:
@@ -208,11 +235,11 @@ def validation_work(rows) -> Work:
             if r.category == "gemm_tflops":
                 key = ("gemm", w["m"], w["n"], w["k"], w["dtype"], r.hardware)
                 if key not in seen:
-                    seen[key] = gemm_work(w["m"], w["n"], w["k"], w["dtype"], hw).ops
+                    seen[key] = gemm_work(w["m"], w["n"], w["k"], w["dtype"], hw).cost
             elif r.category == "interference":  # the GEMM alone and beside the communication
                 key = ("interference", w["m"], w["n"], w["k"], w["dtype"], r.hardware)
                 if key not in seen:
-                    seen[key] = 4 * gemm_work(w["m"], w["n"], w["k"], w["dtype"], hw).ops
+                    seen[key] = 4 * gemm_work(w["m"], w["n"], w["k"], w["dtype"], hw).cost
             elif r.category.startswith("overlap") or "schedule" in w:
                 fop = FiccoOperator(w["op"], w["m"], w["n"], w["k"], w["gpus"], w["dtype"])
                 for sched in (w.get("schedule"), w.get("baseline")):
@@ -247,10 +274,10 @@ def trace_work(trace, hw, ficco: str = "explore", gpus: int | None = None) -> Wo
             fic = None
             if p.kind in ("gemm-ar", "gemm-rs"):
                 op = Operator("trace", "pair", "forward", n, rows, GemmShape(rows, g.n, g.k, g.dtype))
-                ops += sum(run_work(op, hw, c).ops for c in ("sequential", "ideal-gemm-rs-overlap", "t3", "t3-mca"))
+                ops += sum(run_work(op, hw, c).cost for c in ("sequential", "ideal-gemm-rs-overlap", "t3", "t3-mca"))
                 fic = FiccoOperator("gemm-rs", rows, g.n, g.k, n, g.dtype) if p.kind == "gemm-rs" else None
             else:
-                ops += gemm_work(rows, g.n, g.k, g.dtype, hw).ops
+                ops += gemm_work(rows, g.n, g.k, g.dtype, hw).cost
                 if p.kind == "ag-gemm":
                     fic = FiccoOperator("ag-gemm", rows, g.n, g.k, n, g.dtype)
                 elif p.kind == "ag-gemm-w":
@@ -281,9 +308,10 @@ def check(work: Work, *, force: bool = False, limit: float | None = None, flag: 
     """Refuse ``work`` above ``limit`` (default :data:`LIMIT_OPS`) unless ``force`` (one line: the
     estimate, what it comes from, the way out)."""
     limit = LIMIT_OPS if limit is None else limit
-    if force or _FORCED.get() or work.ops <= limit:
+    if force or _FORCED.get() or work.cost <= limit:
         return
+    planned = f" + {work.planned:.2g} GEMM waves planned" if work.planned else ""
     raise TooLargeError(
-        f"size: about {work.ops:.2g} ops of simulation work ({work.what}) is above the limit of {limit:.0e} "
-        f"(about a minute and a GB per 1e6 ops); use a smaller input, or {flag} to run it anyway"
+        f"size: about {work.ops:.2g} ops of simulation work{planned} ({work.what}) is above the limit of "
+        f"{limit:.0e} ({PROMISE}); use a smaller input, or {flag} to run it anyway"
     )

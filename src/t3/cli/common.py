@@ -12,11 +12,11 @@ from typing import Any
 import typer
 
 from t3.errors import ConfigError
-from t3.size import LIMIT_OPS, LIMIT_TOTAL_OPS
+from t3.size import LIMIT_OPS, LIMIT_TOTAL_OPS, PROMISE
 
 FORCE_HELP = (
     f"run even if the estimated work is above the size limit ({LIMIT_OPS:.0e} simulated ops per "
-    f"simulation, {LIMIT_TOTAL_OPS:.0e} per command: about a minute and a GB per 1e6 ops; docs/architecture.md)"
+    f"simulation, {LIMIT_TOTAL_OPS:.0e} per command: {PROMISE}; docs/architecture.md)"
 )
 
 

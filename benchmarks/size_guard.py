@@ -32,10 +32,13 @@ POINTS = [
     ("run t3", "run", {"config": "t3", "tokens": 500_000}),
     ("run t3", "run", {"config": "t3", "tokens": 1_000_000}),
     ("run t3", "run", {"config": "t3", "tokens": 2_000_000}),
+    ("run t3", "run", {"config": "t3", "tokens": 4_000_000}),
     ("run t3-mca", "run", {"config": "t3-mca", "tokens": 1_000_000}),
     ("run seq --all-gpus tp4", "run", {"config": "sequential", "tokens": 250_000, "tp": 4, "all_gpus": True}),
     ("run seq --all-gpus tp4", "run", {"config": "sequential", "tokens": 500_000, "tp": 4, "all_gpus": True}),
     ("run seq --all-gpus tp4", "run", {"config": "sequential", "tokens": 1_000_000, "tp": 4, "all_gpus": True}),
+    ("run seq 1x1 tiles", "run", {"config": "sequential", "tokens": 1024, "set": {"compute.tile_m": 1, "compute.tile_n": 1}}),
+    ("run seq 1x1 tiles", "run", {"config": "sequential", "tokens": 2048, "set": {"compute.tile_m": 1, "compute.tile_n": 1}}),
     ("run t3 --all-gpus tp4", "run", {"config": "t3", "tokens": 500_000, "tp": 4, "all_gpus": True}),
     ("cli t3 run --config t3", "cli", {"args": ["run", "--config", "t3", "--tokens", "1000000"]}),
     ("api.gemm h100-8", "gemm", {"m": 1_000_000, "n": 8192, "k": 8192}),
@@ -43,6 +46,8 @@ POINTS = [
     ("api.gemm h100-8", "gemm", {"m": 4_000_000, "n": 8192, "k": 8192}),
     ("api.collective all_reduce", "collective", {"op": "all_reduce", "nbytes": 1 << 30}),
     ("api.overlap named", "overlap", {"op": "ag-gemm", "m": 65536, "n": 8192, "k": 8192, "schedule": "bulk-g1-M-cu"}),
+    ("api.overlap named", "overlap", {"op": "ag-gemm", "m": 1048576, "n": 8192, "k": 8192, "schedule": "ficco-g8-M-cu"}),
+    ("api.overlap named", "overlap", {"op": "ag-gemm", "m": 2097152, "n": 8192, "k": 8192, "schedule": "ficco-g8-M-cu"}),
     ("api.overlap best", "overlap", {"op": "ag-gemm", "m": 8192, "n": 8192, "k": 8192, "schedule": "best"}),
     ("api.overlap best", "overlap", {"op": "ag-gemm", "m": 16384, "n": 8192, "k": 8192, "schedule": "best"}),
     ("api.overlap best", "overlap", {"op": "ag-gemm", "m": 32768, "n": 8192, "k": 8192, "schedule": "best"}),
@@ -59,7 +64,9 @@ def estimate(entry: str, kw: dict) -> float:
     if entry == "run":
         from t3.api import resolve
 
-        op, hw, _ = resolve("t-nlg", kw.get("tp", 8), "fc2", kw["config"], "paper-80cu", kw["tokens"])
+        op, hw, _ = resolve(
+            "t-nlg", kw.get("tp", 8), "fc2", kw["config"], "paper-80cu", kw["tokens"], kw.get("set")
+        )
         return size.run_work(op, hw, kw["config"], not kw.get("all_gpus", False)).cost
     if entry == "gemm":
         return size.gemm_work(kw["m"], kw["n"], kw["k"], "bf16", load_hardware("h100-8")).cost
@@ -96,7 +103,7 @@ def work(entry: str, kw: dict) -> None:
         from t3.schedules import RunOptions
 
         api.run(tp=kw.get("tp", 8), config=kw["config"], tokens=kw["tokens"], force=True,
-                options=RunOptions(symmetric=not kw.get("all_gpus", False)))  # fmt: skip
+                hw_overrides=kw.get("set"), options=RunOptions(symmetric=not kw.get("all_gpus", False)))  # fmt: skip
     elif entry == "gemm":
         api.gemm(kw["m"], kw["n"], kw["k"], force=True)
     elif entry == "collective":

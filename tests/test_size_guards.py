@@ -159,3 +159,31 @@ def test_the_issue_case_is_refused():
     assert w.ops > 1.3e6 and w.cost > 4e6
     with pytest.raises(TooLargeError, match="128x64 tiles"):
         api.run(tokens=100_000_000)
+
+
+@pytest.mark.parametrize("tokens,tp,symmetric", [(200_000, 8, True), (65_536, 4, False)])
+def test_t3_build_term_counts_the_dependencies_of_rs_done(tokens, tp, symmetric):
+    """T3's build term is (tile groups)^2 / DEDUP_PAIRS_PER_OP per GPU, the groups being rs.done's
+    dependencies: the estimated groups are within 2x of the dependencies the schedule really has."""
+    import math
+
+    from t3.api import resolve
+
+    op, h, spec = resolve("t-nlg", tp, "fc2", "t3", "paper-80cu", tokens)
+    out = spec.run(op, h, RunOptions(symmetric=symmetric))
+    deps = [len(o.deps) for r in out.results for o in r.schedule.ops if o.kind == "rs-done"]
+    w = size.run_work(op, h, "t3", symmetric)
+    gpus = 1 if symmetric else tp
+    groups = math.sqrt(w.build * size.DEDUP_PAIRS_PER_OP / gpus)
+    assert deps and 0.5 * max(deps) <= groups <= 2 * max(deps), (groups, deps[:3])
+
+
+def test_cost_is_what_the_limit_applies_to(monkeypatch):
+    """Planned waves count: a GEMM whose simulated ops are under the limit is refused for its planning."""
+    from t3.config.hardware import load_hardware
+
+    w = size.gemm_work(1_000_000, 8192, 8192, "bf16", load_hardware("h100-8"))
+    assert w.cost == w.ops + size.PLAN_WEIGHT * w.planned and w.planned > w.ops
+    monkeypatch.setattr(size, "LIMIT_OPS", (w.ops + w.cost) / 2)
+    with pytest.raises(TooLargeError, match=r"simulated \+ .* GEMM waves planned x 5"):
+        api.gemm(1_000_000, 8192, 8192)

@@ -1,33 +1,35 @@
 """Work estimates and the size guard: inputs that would run for minutes and grow to gigabytes are
 refused before anything is built, unless forced (``--force``, ``force=True``).
 
-The estimate is computed from the shapes and the hardware, in a fraction of a second, without building a
-schedule: the GEMM's tile is the one ``plan_gemm`` picks for at most :data:`TILE_PROBE_WAVES` waves. Its unit is the *op*: one op of a schedule is about one engine event and
-costs about 40 µs of CPU on one core and up to 2 kB of memory, planning included
-(``benchmarks/size_guard.py``: 18-56 µs and 1.1-1.5 kB for sublayer runs, 3.8 kB for a GEMM alone).
+The estimate is computed from the shapes and the hardware in a fraction of a second, without building a
+schedule (the GEMM's tile is the one ``plan_gemm`` picks for at most :data:`TILE_PROBE_WAVES` waves of
+rows). Its unit is the *op*, about 10 µs of CPU on one core and at most 2 kB of memory
+(:data:`PROMISE`, measured by ``benchmarks/size_guard.py``). :attr:`Work.cost`, what the limits apply
+to, adds three terms:
 
-- A sublayer simulation (``t3 run``, each point of a sweep or reproduction) builds, on each simulated
-  GPU (one on the symmetric fast path, ``tp`` with ``--all-gpus`` or functional mode), two ops per
-  GEMM wave (load, compute) and two ops per peer for the collectives' steps:
-  ``ops = gpus_simulated x (2 x waves + 4 x tp)`` with ``waves = ceil(tiles / (cus x wg_per_cu))`` in
-  the tile the plan picks (the preset's tile is the menu's largest; 128x64 tiles doubled the waves of
-  ``t3 run --tokens 100000000``, estimated at 1e6 ops, 200 s and 5.7 GB). T3 adds up to two tile
-  groups per wave (a store or DMA op each, and a burst op where the DMA engines stage) and its
-  address maps of ``tp x tp`` entries per simulated GPU. Planning walks every tile of the menu over
-  the whole GEMM: those waves (``Work.planned``) count towards the limit too.
-- A FiCCO exploration simulates every candidate schedule (full, ideal and communication-only runs);
-  each builds, per simulated GPU, two ops per GEMM wave plus the ``gpus^2`` transfers of the finest
-  split: ``ops = 2 x candidates x gpus_simulated x (2 x waves + 2 x gpus^2 + 8)`` (measured on the
-  scenario set: 10-30 µs per estimated op). ``t3 ficco select`` plans the pieces of every candidate
-  without simulating them; planning a wave costs about a tenth of simulating it, so its estimate is
-  ``candidates x (waves + gpus^2) / 10`` (one candidate where the learned tree decides: rings and
-  skewed MoE).
-- A multi-point command (sweep, reproduction) sums its points.
+- simulated ops: one op of a schedule is about one engine event. A sublayer simulation (``t3 run``,
+  each point of a sweep or reproduction) builds, on each simulated GPU (one on the symmetric fast
+  path, ``tp`` with ``--all-gpus`` or functional mode), two ops per GEMM wave (load, compute) and the
+  collectives' steps: ``ops = gpus_simulated x (2 x waves + 4 x tp)`` with
+  ``waves = ceil(tiles / (cus x wg_per_cu))`` in the tile the plan picks. The preset's tile is the
+  menu's largest: the plan's 128x64 tiles doubled the waves of ``t3 run --tokens 100000000``, which
+  was estimated at 996,136 ops and ran 200 s in 5.7 GB. T3 adds up to two tile groups per wave (a
+  store or DMA op each, and a burst op where the DMA engines stage) and its address maps of
+  ``tp x tp`` entries per simulated GPU. A FiCCO exploration simulates every candidate schedule (full,
+  ideal and communication-only runs): ``ops = 2 x candidates x gpus_simulated x (2 x waves + 2 x
+  gpus^2 + 8)``. ``t3 ficco select`` plans the pieces of every candidate without simulating them:
+  ``candidates x (waves + gpus^2) / 10`` (one candidate where the learned tree decides).
+- :data:`PLAN_WEIGHT` per GEMM wave planned (``Work.planned``): ``plan_gemm`` walks every tile of the
+  menu over the whole GEMM (the blocks of each wave, their L2 reuse distances, its time alone), about
+  50 µs per wave: most of a sublayer run's time and memory (its engine events cost 1-3 µs each).
+- building the schedule beyond its ops (``Work.build``): T3's ``rs.done`` depends on every tile group
+  of its GPU and ``ScheduleBuilder.build`` deduplicates an op's dependencies pairwise, so T3's build
+  grows as the square of its groups (:data:`DEDUP_PAIRS_PER_OP`).
 
-Limits (documented in ``--help`` and ``docs/architecture.md``): :data:`LIMIT_OPS` for one simulation
-or one exploration (:data:`PROMISE`: measured by ``benchmarks/size_guard.py``; the limit applies to
-:attr:`Work.cost`, simulated ops + GEMM waves planned), :data:`LIMIT_TOTAL_OPS` for a whole sweep or reproduction, and
-:data:`LIMIT_POINTS` points per sweep (checked from the grid's axis lengths, before expanding it).
+A multi-point command (sweep, reproduction) sums its points. Limits (documented in ``--help`` and
+``docs/architecture.md``): :data:`LIMIT_OPS` for one simulation or one exploration (about 20 s),
+:data:`LIMIT_TOTAL_OPS` for a whole sweep or reproduction, and :data:`LIMIT_POINTS` points per sweep
+(checked from the grid's axis lengths, before expanding it).
 """
 
 from __future__ import annotations
@@ -40,10 +42,10 @@ from dataclasses import dataclass
 
 from t3.errors import TooLargeError
 
-PROMISE_S = 40.0  # CPU seconds per 1e6 estimated ops (benchmarks/size_guard.py)
+PROMISE_S = 10.0  # CPU seconds per 1e6 estimated ops (benchmarks/size_guard.py)
 PROMISE_GB = 2.0  # GB of memory per 1e6 estimated ops (at most)
 PROMISE = f"about {PROMISE_S:.0f} s of CPU and up to {PROMISE_GB:g} GB per 1e6 ops"
-LIMIT_OPS = 1_000_000  # one simulation / exploration: ~20-60 s and ~1-2 GB
+LIMIT_OPS = 2_000_000  # one simulation / exploration: about 20 s, up to 4 GB (PROMISE)
 LIMIT_TOTAL_OPS = 50_000_000  # a whole sweep or reproduction: ~30 min on one core
 LIMIT_POINTS = 100_000  # points of one sweep grid
 
@@ -57,15 +59,36 @@ class Work:
     ops: float
     what: str
     planned: float = 0.0  # GEMM waves planned (every tile of the menu is planned over the whole GEMM)
+    build: float = 0.0  # op-equivalents of building the schedule beyond its ops (see run_work)
 
     @property
     def cost(self) -> float:
-        """What the limit applies to: a planned wave costs about what a simulated op does (CPU and
-        memory: the plan keeps every wave's blocks for its L2 reuse distances)."""
-        return self.ops + self.planned
+        """What the limit applies to, in op-equivalents (about 10 µs of CPU each): the simulated ops,
+        :data:`PLAN_WEIGHT` per planned GEMM wave, and the schedule's building beyond its ops."""
+        return self.ops + PLAN_WEIGHT * self.planned + self.build
+
+    def describe(self) -> str:
+        parts = [f"{self.ops:.2g} simulated"]
+        if self.planned:
+            parts.append(f"{self.planned:.2g} GEMM waves planned x {PLAN_WEIGHT}")
+        if self.build:
+            parts.append(f"{self.build:.2g} for building the schedule")
+        return " + ".join(parts)
 
     def __add__(self, other: Work) -> Work:
-        return Work(self.ops + other.ops, self.what, self.planned + other.planned)
+        return Work(
+            self.ops + other.ops, self.what, self.planned + other.planned, self.build + other.build
+        )
+
+
+# one planned GEMM wave (pass over its blocks, L2 reuse distances, its alone time, for every tile of the
+# menu) costs about 50 µs of CPU, five simulated ops of an exploration (8-10 µs each, its pieces'
+# planning included): benchmarks/size_guard.py
+PLAN_WEIGHT = 5
+# T3's rs.done op depends on every tile group of its GPU; building the schedule deduplicates an op's
+# dependencies pairwise (t3.sim.schedule.ScheduleBuilder.build: ``if i not in ids``), d^2 / 2
+# comparisons of about 18 ns, 1 op-equivalent per ~560 of them
+DEDUP_PAIRS_PER_OP = 1130.0
 
 
 def _ceil(a: float, b: float) -> int:
@@ -134,14 +157,16 @@ def run_work(op, hw, config: str, symmetric: bool = True, functional: bool = Fal
         # engines stage), the all-gather's steps and the address maps' tp x tp entries
         groups = 2 * waves * (2 if hw.dma.staging_bytes else 1)
         ops = gpus * (2 * waves + groups + 2 * tp + tp * tp)
+        build = gpus * groups * groups / DEDUP_PAIRS_PER_OP
     else:
         ops = gpus * (2 * waves + 4 * tp)  # load + compute per wave, the RS and AG steps
+        build = 0.0
     bm, bn = gemm_tile(g.m, g.n, g.k, g.dtype, hw, chunks=chunks, cus=cus)
     what = (
         f"{config}, TP {tp}, GEMM {g.m}x{g.n}x{g.k} in {waves} waves of "
         f"{bm}x{bn} tiles, {gpus} GPU(s) simulated"
     )
-    return Work(float(ops), what, float(planned_waves(g.m, g.n, hw, chunks=chunks, cus=cus)))
+    return Work(float(ops), what, float(planned_waves(g.m, g.n, hw, chunks=chunks, cus=cus)), build)
 
 
 def _ficco_waves(fop, hw) -> int:
@@ -151,16 +176,27 @@ def _ficco_waves(fop, hw) -> int:
     return gemm_waves(fop.m, fop.n, hw)
 
 
+def _ficco_planned(fop, hw) -> int:
+    """GEMM waves planned for the operation's whole GEMM(s) (every tile of the menu)."""
+    if fop.op == "moe":
+        rows = math.ceil(fop.m * (1 + fop.skew))
+        return planned_waves(rows, 2 * fop.n, hw) + planned_waves(rows, fop.k, hw)
+    return planned_waves(fop.m, fop.n, hw)
+
+
 def explore_work(fop, hw) -> Work:
-    """Estimated ops of ``t3 ficco explore`` (every candidate schedule, about four simulations each)."""
-    from t3.ficco.space import candidates
+    """Estimated ops of ``t3 ficco explore`` (every candidate schedule, about four simulations each);
+    planned: the GEMM alone, and its pieces once per granularity (plans are memoised by shape)."""
+    from t3.ficco.space import candidates, granularities
 
     n = fop.gpus
     gpus = 1 if fop.symmetric else n
     per = gpus * (2 * _ficco_waves(fop, hw) + 2 * n * n + 8)
     cands = len(candidates(fop))
+    planned = (1 + len(granularities(n))) * _ficco_planned(fop, hw)
     return Work(
-        2.0 * cands * per, f"{cands} candidate schedules of {fop.describe()}, {gpus} GPU(s) simulated"
+        2.0 * cands * per, f"{cands} candidate schedules of {fop.describe()}, {gpus} GPU(s) simulated",
+        float(planned),
     )
 
 
@@ -193,7 +229,10 @@ def overlap_work(fop, hw, schedule: str) -> Work:
     n = fop.gpus
     gpus = 1 if fop.symmetric else n
     per = gpus * (2 * _ficco_waves(fop, hw) + 2 * n * n + 8)
-    return Work(2.0 * per, f"schedule {schedule} of {fop.describe()}, {gpus} GPU(s) simulated")
+    return Work(
+        2.0 * per, f"schedule {schedule} of {fop.describe()}, {gpus} GPU(s) simulated",
+        2.0 * _ficco_planned(fop, hw),  # the GEMM alone and the schedule's pieces
+    )
 
 
 # No hardware preset has a memory-capacity field (hbm.capacity_bytes); until one does, a collective's
@@ -245,7 +284,7 @@ def validation_work(rows) -> Work:
                 for sched in (w.get("schedule"), w.get("baseline")):
                     key = ("overlap", w["op"], w["m"], w["n"], w["k"], w["gpus"], w["dtype"], sched, r.hardware)
                     if sched and key not in seen:
-                        seen[key] = overlap_work(fop, hw, sched).ops
+                        seen[key] = overlap_work(fop, hw, sched).cost
             else:  # collectives, memory streams, latencies: tens of ops whatever the size
                 seen.setdefault((r.category, repr(sorted(w.items())), r.hardware), 100.0)
         except (T3Error, KeyError, TypeError, ValueError):
@@ -283,7 +322,7 @@ def trace_work(trace, hw, ficco: str = "explore", gpus: int | None = None) -> Wo
                 elif p.kind == "ag-gemm-w":
                     fic = FiccoOperator("ag-gemm", g.n, rows, g.k, n, g.dtype)
             if fic is not None:
-                ops += (explore_work(fic, hw) if ficco == "explore" else select_work(fic, hw)).ops
+                ops += (explore_work(fic, hw) if ficco == "explore" else select_work(fic, hw)).cost
             seen[key] = ops
         except (T3Error, ValueError, ZeroDivisionError):
             seen[key] = 0.0
@@ -310,8 +349,7 @@ def check(work: Work, *, force: bool = False, limit: float | None = None, flag: 
     limit = LIMIT_OPS if limit is None else limit
     if force or _FORCED.get() or work.cost <= limit:
         return
-    planned = f" + {work.planned:.2g} GEMM waves planned" if work.planned else ""
     raise TooLargeError(
-        f"size: about {work.ops:.2g} ops of simulation work{planned} ({work.what}) is above the limit of "
+        f"size: about {work.cost:.2g} ops of simulation work ({work.describe()}; {work.what}) is above the limit of "
         f"{limit:.0e} ({PROMISE}); use a smaller input, or {flag} to run it anyway"
     )

@@ -131,12 +131,14 @@ def test_the_preset_names_its_measurements_and_keeps_the_rest(fitted):
 
 def test_refusals_are_one_line_errors_naming_the_option(fitted, tmp_path, t3cli):
     d, out, _ = fitted
+    mine = tmp_path / "mine.toml"  # a user's file: only --overwrite replaces it (an earlier --out is replaced)
+    mine.write_text("x = 1\n")
     cases = [
         (
             ["--measured", tmp_path / "nope", "--base", "h100-8", "--out", tmp_path / "a.toml"],
             "--measured: '",
         ),
-        (["--measured", d, "--base", "h100-8", "--out", out], "--out: '"),
+        (["--measured", d, "--base", "h100-8", "--out", mine], "--out: '"),
         (
             ["--measured", d, "--base", "h100-8", "--out", tmp_path / "a.txt"],
             "--out: expected a file name ending",

@@ -120,9 +120,7 @@ def test_outputs_checked_before_work(tmp_path):
     f.write_text("x")
     p = _t3("trace", "project", str(tmp_path / "missing.json"), "--out", str(f))
     assert p.returncode == 2 and "--out" in p.stderr and "not a directory" in p.stderr
-    p = _t3(
-        "trace", "import", str(tmp_path / "missing.json"), "--parquet", str(tmp_path / "no" / "x.parquet")
-    )
-    assert p.returncode == 2 and "--parquet" in p.stderr
+    p = _t3("trace", "import", str(tmp_path / "missing.json"), "--parquet", str(f / "x.parquet"))
+    assert p.returncode == 2 and "--parquet" in p.stderr and "is a file" in p.stderr
     p = _t3("trace", "project", str(GPU), "--ficco", "maybe", "--out", str(tmp_path / "o"))
     assert p.returncode == 2 and "--ficco" in p.stderr and not (tmp_path / "o").exists()

@@ -11,14 +11,18 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from t3.cli.common import check_output_file
+from t3.cli.common import OUTPUT_RULE, check_output_file
 from t3.cli.main import app
 from t3.errors import ConfigError, T3Error
 
 _MEAS = typer.Option(..., "--measured", help="a `t3 measure --out` directory (or its measured.toml)")
 _BASE = typer.Option(..., "--base", help="the preset to start from (e.g. h100-8), or a preset TOML file")
-_OUT = typer.Option(..., "--out", help="the preset to write (FILE.toml; its name is the file's stem)")
-_OVER = typer.Option(False, "--overwrite", help="replace an existing --out")
+_OUT = typer.Option(
+    ...,
+    "--out",
+    help=f"the preset to write (FILE.toml; its name is the file's stem; {OUTPUT_RULE} or with --overwrite)",
+)
+_OVER = typer.Option(False, "--overwrite", help="replace an existing --out file of any kind")
 _CPU = typer.Option(False, "--allow-cpu", help="fit rows measured on the CPU (plumbing runs, not GPU data)")
 _JSON = typer.Option(
     False, "--json", help="print one JSON object (fits, skipped parameters, interference rows)"
@@ -78,9 +82,7 @@ def calibrate(
 
     if out.suffix != ".toml":
         raise ConfigError(f"--out: expected a file name ending in .toml, got '{out}'")
-    if out.exists() and not overwrite:
-        raise ConfigError(f"--out: '{out}' exists; pass --overwrite to replace it")
-    check_output_file(out, "--out")
+    check_output_file(out, "--out", "preset", overwrite=overwrite)
     text, base_name = cb.base_text(base)
     base_hw = hardware_from_dict(parse_toml(text, f"--base '{base}'"), base_name)
     rows_file, rows = cb.load_measured(measured, allow_cpu)

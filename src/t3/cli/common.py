@@ -56,33 +56,9 @@ def _writable(d: Path, option: str) -> None:
         raise ConfigError(f"{option}: directory '{d}' is not writable")
 
 
-def check_output_file(path: str | Path | None, option: str) -> Path | None:
-    """An output file must be creatable without surprises: not a directory, in an existing writable
-    directory (nothing is created on the way), and writable if it exists. Checked before any work."""
-    if path is None:
-        return None
-    p = Path(path)
-    if str(path) == "" or p.is_dir():
-        raise ConfigError(f"{option}: '{p}' is a directory; give a file name")
-    parent = p.parent
-    if not parent.exists():
-        raise ConfigError(f"{option}: directory '{parent}' does not exist")
-    if not parent.is_dir():
-        raise ConfigError(f"{option}: '{parent}' is not a directory")
-    _writable(parent, option)
-    if p.exists() and not os.access(p, os.W_OK):
-        raise ConfigError(f"{option}: '{p}' exists and is not writable")
-    return p
-
-
-def check_output_dir(path: str | Path, option: str) -> Path:
-    """An output directory is created now (with its parents) when missing, before any work; an existing
-    file in its place or on its path, or a directory that cannot be created or written, is an error."""
-    p = Path(path)
-    if str(path) == "":
-        raise ConfigError(f"{option}: empty path")
-    if p.exists() and not p.is_dir():
-        raise ConfigError(f"{option}: '{p}' exists and is not a directory")
+def _make_folder(p: Path, option: str) -> None:
+    """Creates folder ``p`` with its missing parents (every command's rule for output paths), after
+    checking that nothing on the way is a file."""
     probe = p
     while not probe.exists():
         probe = probe.parent
@@ -93,22 +69,111 @@ def check_output_dir(path: str | Path, option: str) -> Path:
     except OSError as err:
         raise ConfigError(f"{option}: cannot create directory '{p}': {err.strerror}") from None
     _writable(p, option)
+
+
+def _json_object(p: Path) -> dict:
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _is_t3_trace(p: Path) -> bool:
+    """A trace `t3 run --trace` wrote (:func:`t3.sim.trace.write_trace`), not any Chrome trace: a
+    profiler's trace of a real run must never be replaced by a simulated one."""
+    other = _json_object(p).get("otherData")
+    return (
+        isinstance(other, dict) and other.get("units") == "ts/dur in microseconds" and "provenance" in other
+    )
+
+
+def _is_parquet(p: Path) -> bool:
+    try:
+        with p.open("rb") as f:
+            head = f.read(4)
+            f.seek(-4, os.SEEK_END)
+            return head == b"PAR1" and f.read(4) == b"PAR1"
+    except OSError:
+        return False
+
+
+def _is_preset(p: Path) -> bool:
+    try:
+        with p.open(encoding="utf-8") as f:
+            return "fitted by `t3 calibrate" in f.readline()
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+# The kinds of file a command writes, and how an earlier one is recognised: an existing file is replaced
+# only when it is of the command's own kind (an earlier run's output), otherwise only with --overwrite.
+OUTPUT_KINDS = {
+    "parquet": ("a Parquet file", _is_parquet),
+    "trace": ("a trace written by t3 run", _is_t3_trace),
+    "reproduce-json": (
+        "a JSON document of t3 reproduce t3",
+        lambda p: {"provenance", "summary"} <= set(_json_object(p)),
+    ),
+    "preset": ("a preset written by t3 calibrate", _is_preset),
+}
+OUTPUT_RULE = "missing folders are created; an existing file is replaced only if it is this command's output"
+
+
+def check_output_file(
+    path: str | Path | None, option: str, kind: str, *, overwrite: bool = False, overwrite_flag: bool = True
+) -> Path | None:
+    """An output file, checked before any work, by one rule for every command: not a directory; its
+    missing parent folders are created; an existing file is replaced only when it is of the command's
+    own ``kind`` (:data:`OUTPUT_KINDS`: an earlier run's output) or with ``--overwrite``
+    (``overwrite_flag=False`` where the command has none: the file must be moved aside)."""
+    if path is None:
+        return None
+    p = Path(path)
+    if str(path) == "" or p.is_dir():
+        raise ConfigError(f"{option}: '{p}' is a directory; give a file name")
+    _make_folder(p.parent, option)
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            raise ConfigError(f"{option}: '{p}' exists and is not writable")
+        what, own = OUTPUT_KINDS[kind]
+        if not overwrite and not own(p):
+            how = (
+                "pass --overwrite to replace it" if overwrite_flag else "move it aside or choose another name"
+            )
+            raise ConfigError(f"{option}: '{p}' exists and is not {what}; {how}")
+    return p
+
+
+def check_output_dir(path: str | Path, option: str) -> Path:
+    """An output directory is created now (with its parents) when missing, before any work; an existing
+    file in its place or on its path, or a directory that cannot be created or written, is an error.
+    The files a command writes in it replace those of the same name (an earlier run's)."""
+    p = Path(path)
+    if str(path) == "":
+        raise ConfigError(f"{option}: empty path")
+    if p.exists() and not p.is_dir():
+        raise ConfigError(f"{option}: '{p}' exists and is not a directory")
+    _make_folder(p, option)
     return p
 
 
 def check_store(path: str | Path | None, option: str = "--store") -> Path | None:
-    """A results store to write: a file path ending in .parquet (see :func:`check_output_file`)."""
+    """A results store to write or resume: a path ending in .parquet; an existing file there must be a
+    Parquet store (see :func:`check_output_file`)."""
     if path is None:
         return None
     p = Path(path)
     if p.suffix != ".parquet":
         raise ConfigError(f"{option}: expected a path ending in .parquet, got '{p}'")
-    return check_output_file(p, option)
+    return check_output_file(p, option, "parquet", overwrite_flag=False)
 
 
-def check_count(value: int | None, option: str, minimum: int = 1) -> None:
+def check_count(value: int | None, option: str, minimum: int = 1, maximum: int | None = None) -> None:
     if value is not None and value < minimum:
         raise ConfigError(f"{option}: must be >= {minimum}, got {value}")
+    if value is not None and maximum is not None and value > maximum:
+        raise ConfigError(f"{option}: must be <= {maximum}, got {value}")
 
 
 def fmt_time(s: float) -> str:

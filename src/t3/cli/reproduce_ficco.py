@@ -29,8 +29,9 @@ def ficco(
     cases, evaluate it on the unseen ones; writes report.md, ficco.json and PNG figures. Shows a progress
     bar on stderr."""
     from t3.experiments.reproduce_ficco import reproduce
+    from t3.experiments.sweep.executors import MAX_WORKERS
 
-    check_count(workers, "--workers")
+    check_count(workers, "--workers", maximum=MAX_WORKERS)
     check_count(limit, "--limit")
     check_output_dir(out, "--out")
     res = reproduce(out, workers=workers, limit=limit, keep_going=keep_going)

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from t3.cli.common import (
+    OUTPUT_RULE,
     check_count,
     check_output_dir,
     check_output_file,
@@ -31,7 +32,10 @@ def reproduce_t3(
     out: Path = typer.Option(
         Path("results/t3"), "--out", help="output directory (report, figures, JSON; created if missing)"
     ),
-    json_file: Path | None = typer.Option(None, "--json", help="also write the JSON document to this file"),
+    json_file: Path | None = typer.Option(
+        None, "--json", help=f"also write the JSON document to this file ({OUTPUT_RULE} or with --overwrite)"
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing --json file of any kind"),
     workers: int | None = typer.Option(None, help="worker processes (default: CPU count, at most 8)"),
     hw: str = typer.Option("paper-80cu", "--hw", help="hardware preset name or TOML file"),
     quick: bool = typer.Option(False, "--quick", help="TP 8 only, no TP-32 models, no sensitivity sweeps"),
@@ -56,7 +60,7 @@ def reproduce_t3(
 
     check_count(workers, "--workers")
     check_executor(executor, workers, scheduler)
-    check_output_file(json_file, "--json")
+    check_output_file(json_file, "--json", "reproduce-json", overwrite=overwrite)
     check_store(store)
     plan = Plan(hardware=hw, hw_overrides=parse_overrides(overrides))
     if quick:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from t3 import size
 from t3.api import check_run, record, resolve, simulate
-from t3.cli.common import check_output_file, fmt_bytes, fmt_time, force_option, parse_overrides
+from t3.cli.common import OUTPUT_RULE, check_output_file, fmt_bytes, fmt_time, force_option, parse_overrides
 from t3.cli.main import app
 from t3.errors import ConfigError
 from t3.schedules import CONFIGS, RunOptions, get_config
@@ -51,7 +51,12 @@ def run(
     functional: bool = typer.Option(
         False, "--functional", help="carry real values through the schedule and check them (t3, t3-mca)"
     ),
-    trace: str | None = typer.Option(None, "--trace", help="write a Chrome/Perfetto trace JSON to this file"),
+    trace: str | None = typer.Option(
+        None,
+        "--trace",
+        help=f"write a Chrome/Perfetto trace JSON to this file ({OUTPUT_RULE} or with --overwrite)",
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing --trace file of any kind"),
     force: bool = force_option(),
 ) -> None:
     from t3.experiments.parallel import progress_bar
@@ -65,7 +70,7 @@ def run(
         trace=trace is not None,
     )  # fmt: skip
     check_run(op, hwc, spec, opts, force)
-    trace_path = check_output_file(trace, "--trace")
+    trace_path = check_output_file(trace, "--trace", "trace", overwrite=overwrite)
     runs = [(config, opts)]
     if config != "sequential":  # the baseline of the speed-up
         runs.append(("sequential", RunOptions(symmetric=not all_gpus)))

@@ -4,14 +4,13 @@ project what sequential, ideal, T3 and FiCCO overlap would take on a hardware pr
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from t3.cli.common import fmt_bytes, fmt_time, force_option
+from t3.cli.common import OUTPUT_RULE, check_output_dir, check_output_file, fmt_bytes, fmt_time, force_option
 from t3.cli.main import app
 from t3.errors import ConfigError
 
@@ -25,34 +24,6 @@ _MODEL = typer.Option(
     None, "--model", help="zoo name, model TOML or Hugging Face config.json: labels pairs by sublayer"
 )
 _JSON = typer.Option(False, "--json", help="print one JSON object")
-
-
-def check_output_file(path: str, what: str) -> Path:
-    """A file we may write: its folder exists and is writable, the path is not a folder."""
-    p = Path(path)
-    if p.is_dir():
-        raise ConfigError(f"{what}: '{path}' is a directory; give a file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise ConfigError(f"{what}: folder '{parent}' does not exist")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise ConfigError(f"{what}: '{path}' is not writable")
-    return p
-
-
-def check_output_dir(path: str, what: str) -> Path:
-    """A folder we may write into (created if its parent exists)."""
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise ConfigError(f"{what}: '{path}' exists and is not a directory")
-    if not p.exists():
-        try:
-            p.mkdir(parents=True)
-        except OSError as err:
-            raise ConfigError(f"{what}: cannot create '{path}' ({err.strerror})") from None
-    if not os.access(p, os.W_OK):
-        raise ConfigError(f"{what}: '{path}' is not writable")
-    return p
 
 
 def _pct(part: float, whole: float) -> str:
@@ -70,10 +41,17 @@ def import_cmd(
     trace: str = typer.Argument(..., help="one rank's torch.profiler trace (.json or .json.gz)"),
     model: str | None = _MODEL,
     as_json: bool = _JSON,
-    parquet: str | None = typer.Option(None, "--parquet", help="write one row per pair to this Parquet file"),
+    parquet: str | None = typer.Option(
+        None,
+        "--parquet",
+        help=f"write one row per pair to this Parquet file ({OUTPUT_RULE} or with --overwrite)",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="replace an existing --parquet file of any kind"
+    ),
 ) -> None:
     """Find the GEMMs and collectives of a trace, pair them, and show how much communication was exposed."""
-    out = check_output_file(parquet, "--parquet") if parquet else None
+    out = check_output_file(parquet, "--parquet", "parquet", overwrite=overwrite)
     if model is not None:
         from t3.workload import get_model
 

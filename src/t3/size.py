@@ -5,7 +5,7 @@ The estimate is computed from the shapes and the hardware in a fraction of a sec
 schedule (the GEMM's tile is the one ``plan_gemm`` picks for at most :data:`TILE_PROBE_WAVES` waves of
 rows). Its unit is the *op*, about 10 µs of CPU on one core and at most 2 kB of memory
 (:data:`PROMISE`, measured by ``benchmarks/size_guard.py``). :attr:`Work.cost`, what the limits apply
-to, adds three terms:
+to, adds two terms:
 
 - simulated ops: one op of a schedule is about one engine event. A sublayer simulation (``t3 run``,
   each point of a sweep or reproduction) builds, on each simulated GPU (one on the symmetric fast
@@ -22,9 +22,6 @@ to, adds three terms:
 - :data:`PLAN_WEIGHT` per GEMM wave planned (``Work.planned``): ``plan_gemm`` walks every tile of the
   menu over the whole GEMM (the blocks of each wave, their L2 reuse distances, its time alone), about
   50 µs per wave: most of a sublayer run's time and memory (its engine events cost 1-3 µs each).
-- building the schedule beyond its ops (``Work.build``): T3's ``rs.done`` depends on every tile group
-  of its GPU and ``ScheduleBuilder.build`` deduplicates an op's dependencies pairwise, so T3's build
-  grows as the square of its groups (:data:`DEDUP_PAIRS_PER_OP`).
 
 A multi-point command (sweep, reproduction) sums its points. Limits (documented in ``--help`` and
 ``docs/architecture.md``): :data:`LIMIT_OPS` for one simulation or one exploration (about 20 s),
@@ -59,36 +56,27 @@ class Work:
     ops: float
     what: str
     planned: float = 0.0  # GEMM waves planned (every tile of the menu is planned over the whole GEMM)
-    build: float = 0.0  # op-equivalents of building the schedule beyond its ops (see run_work)
 
     @property
     def cost(self) -> float:
         """What the limit applies to, in op-equivalents (about 10 µs of CPU each): the simulated ops,
-        :data:`PLAN_WEIGHT` per planned GEMM wave, and the schedule's building beyond its ops."""
-        return self.ops + PLAN_WEIGHT * self.planned + self.build
+        :data:`PLAN_WEIGHT` per planned GEMM wave."""
+        return self.ops + PLAN_WEIGHT * self.planned
 
     def describe(self) -> str:
         parts = [f"{self.ops:.2g} simulated"]
         if self.planned:
             parts.append(f"{self.planned:.2g} GEMM waves planned x {PLAN_WEIGHT}")
-        if self.build:
-            parts.append(f"{self.build:.2g} for building the schedule")
         return " + ".join(parts)
 
     def __add__(self, other: Work) -> Work:
-        return Work(
-            self.ops + other.ops, self.what, self.planned + other.planned, self.build + other.build
-        )
+        return Work(self.ops + other.ops, self.what, self.planned + other.planned)
 
 
 # one planned GEMM wave (pass over its blocks, L2 reuse distances, its alone time, for every tile of the
 # menu) costs about 50 µs of CPU, five simulated ops of an exploration (8-10 µs each, its pieces'
 # planning included): benchmarks/size_guard.py
 PLAN_WEIGHT = 5
-# T3's rs.done op depends on every tile group of its GPU; building the schedule deduplicates an op's
-# dependencies pairwise (t3.sim.schedule.ScheduleBuilder.build: ``if i not in ids``), d^2 / 2
-# comparisons of about 18 ns, 1 op-equivalent per ~560 of them
-DEDUP_PAIRS_PER_OP = 1130.0
 
 
 def _ceil(a: float, b: float) -> int:
@@ -127,7 +115,11 @@ def gemm_waves(
     tile (the largest of the menu: a lower bound)."""
     c = hw.compute
     cus = c.cus if cus is None else cus
-    bm, bn = (c.tile_m, c.tile_n) if k is None or dtype is None else gemm_tile(m, n, k, dtype, hw, chunks=chunks, cus=cus)
+    bm, bn = (
+        (c.tile_m, c.tile_n)
+        if k is None or dtype is None
+        else gemm_tile(m, n, k, dtype, hw, chunks=chunks, cus=cus)
+    )
     tiles = chunks * _ceil(m / chunks, bm) * _ceil(n, bn)
     return _ceil(tiles, cus * c.wg_per_cu)
 
@@ -143,7 +135,9 @@ def planned_waves(m: int, n: int, hw, *, chunks: int = 1, cus: int | None = None
     )
 
 
-def run_work(op, hw, config: str, symmetric: bool = True, functional: bool = False, comm_cus: int = 16) -> Work:
+def run_work(
+    op, hw, config: str, symmetric: bool = True, functional: bool = False, comm_cus: int = 16
+) -> Work:
     """Estimated ops of one sublayer simulation (see the module docstring)."""
     tp, g = op.tp, op.gemm
     t3 = config in T3_CONFIGS
@@ -157,16 +151,14 @@ def run_work(op, hw, config: str, symmetric: bool = True, functional: bool = Fal
         # engines stage), the all-gather's steps and the address maps' tp x tp entries
         groups = 2 * waves * (2 if hw.dma.staging_bytes else 1)
         ops = gpus * (2 * waves + groups + 2 * tp + tp * tp)
-        build = gpus * groups * groups / DEDUP_PAIRS_PER_OP
     else:
         ops = gpus * (2 * waves + 4 * tp)  # load + compute per wave, the RS and AG steps
-        build = 0.0
     bm, bn = gemm_tile(g.m, g.n, g.k, g.dtype, hw, chunks=chunks, cus=cus)
     what = (
         f"{config}, TP {tp}, GEMM {g.m}x{g.n}x{g.k} in {waves} waves of "
         f"{bm}x{bn} tiles, {gpus} GPU(s) simulated"
     )
-    return Work(float(ops), what, float(planned_waves(g.m, g.n, hw, chunks=chunks, cus=cus)), build)
+    return Work(float(ops), what, float(planned_waves(g.m, g.n, hw, chunks=chunks, cus=cus)))
 
 
 def _ficco_waves(fop, hw) -> int:
@@ -195,7 +187,8 @@ def explore_work(fop, hw) -> Work:
     cands = len(candidates(fop))
     planned = (1 + len(granularities(n))) * _ficco_planned(fop, hw)
     return Work(
-        2.0 * cands * per, f"{cands} candidate schedules of {fop.describe()}, {gpus} GPU(s) simulated",
+        2.0 * cands * per,
+        f"{cands} candidate schedules of {fop.describe()}, {gpus} GPU(s) simulated",
         float(planned),
     )
 
@@ -216,7 +209,9 @@ def gemm_work(m: int, n: int, k: int, dtype: str, hw) -> Work:
     waves = gemm_waves(m, n, hw, k=k, dtype=dtype)
     bm, bn = gemm_tile(m, n, k, dtype, hw)
     return Work(
-        2.0 * waves + 2, f"GEMM {m}x{n}x{k} {dtype} in {waves} waves of {bm}x{bn} tiles", planned_waves(m, n, hw)
+        2.0 * waves + 2,
+        f"GEMM {m}x{n}x{k} {dtype} in {waves} waves of {bm}x{bn} tiles",
+        planned_waves(m, n, hw),
     )
 
 
@@ -230,7 +225,8 @@ def overlap_work(fop, hw, schedule: str) -> Work:
     gpus = 1 if fop.symmetric else n
     per = gpus * (2 * _ficco_waves(fop, hw) + 2 * n * n + 8)
     return Work(
-        2.0 * per, f"schedule {schedule} of {fop.describe()}, {gpus} GPU(s) simulated",
+        2.0 * per,
+        f"schedule {schedule} of {fop.describe()}, {gpus} GPU(s) simulated",
         2.0 * _ficco_planned(fop, hw),  # the GEMM alone and the schedule's pieces
     )
 
@@ -240,12 +236,16 @@ def overlap_work(fop, hw, schedule: str) -> Work:
 MAX_HBM_BYTES = 192e9
 
 
-def check_collective_bytes(op: str, nbytes: float, hw, *, force: bool = False, flag: str = "force=True") -> None:
+def check_collective_bytes(
+    op: str, nbytes: float, hw, *, force: bool = False, flag: str = "force=True"
+) -> None:
     """Refuse a collective whose buffer on one GPU (``nbytes``, nccl-tests sizes; an all-to-all holds
     its send and its receive buffer) is more than one GPU's memory, unless ``force``."""
     cap = getattr(hw.hbm, "capacity_bytes", None)
-    where = "hbm.capacity_bytes" if cap else (
-        f"'{hw.name}' has no hbm.capacity_bytes; the largest HBM of the modelled GPUs"
+    where = (
+        "hbm.capacity_bytes"
+        if cap
+        else (f"'{hw.name}' has no hbm.capacity_bytes; the largest HBM of the modelled GPUs")
     )
     cap = float(cap or MAX_HBM_BYTES)
     held = 2.0 * nbytes if op == "all_to_all" else float(nbytes)
@@ -282,7 +282,17 @@ def validation_work(rows) -> Work:
             elif r.category.startswith("overlap") or "schedule" in w:
                 fop = FiccoOperator(w["op"], w["m"], w["n"], w["k"], w["gpus"], w["dtype"])
                 for sched in (w.get("schedule"), w.get("baseline")):
-                    key = ("overlap", w["op"], w["m"], w["n"], w["k"], w["gpus"], w["dtype"], sched, r.hardware)
+                    key = (
+                        "overlap",
+                        w["op"],
+                        w["m"],
+                        w["n"],
+                        w["k"],
+                        w["gpus"],
+                        w["dtype"],
+                        sched,
+                        r.hardware,
+                    )
                     if sched and key not in seen:
                         seen[key] = overlap_work(fop, hw, sched).cost
             else:  # collectives, memory streams, latencies: tens of ops whatever the size
@@ -313,7 +323,9 @@ def trace_work(trace, hw, ficco: str = "explore", gpus: int | None = None) -> Wo
             fic = None
             if p.kind in ("gemm-ar", "gemm-rs"):
                 op = Operator("trace", "pair", "forward", n, rows, GemmShape(rows, g.n, g.k, g.dtype))
-                ops += sum(run_work(op, hw, c).cost for c in ("sequential", "ideal-gemm-rs-overlap", "t3", "t3-mca"))
+                ops += sum(
+                    run_work(op, hw, c).cost for c in ("sequential", "ideal-gemm-rs-overlap", "t3", "t3-mca")
+                )
                 fic = FiccoOperator("gemm-rs", rows, g.n, g.k, n, g.dtype) if p.kind == "gemm-rs" else None
             else:
                 ops += gemm_work(rows, g.n, g.k, g.dtype, hw).cost

@@ -424,8 +424,8 @@ class ScheduleBuilder:
         for op, deps in zip(self._ops, self._deps, strict=True):
             if not deps:
                 continue
-            ids = []
-            for g, k in deps:
+            ids = []  # in order, duplicates dropped by the dict below (a list membership test was
+            for g, k in deps:  # quadratic: T3's rs.done depends on every tile group)
                 d = (0, k) if sym else (g % n, k)
                 i = index.get(d)
                 if i is None:
@@ -434,7 +434,6 @@ class ScheduleBuilder:
                     raise ScheduleError(
                         f"op {(op.gpu, op.key)} depends on itself (cyclic under GPU rotation)"
                     )
-                if i not in ids:
-                    ids.append(i)
-            op.deps = ids
+                ids.append(i)
+            op.deps = list(dict.fromkeys(ids))
         return Schedule(self.name, self._ops, self._res, self.n, self.gpus, dict(self.meta), list(self._sems))

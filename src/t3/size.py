@@ -43,7 +43,7 @@ PROMISE_S = 10.0  # CPU seconds per 1e6 estimated ops (benchmarks/size_guard.py)
 PROMISE_GB = 2.0  # GB of memory per 1e6 estimated ops (at most)
 PROMISE = f"about {PROMISE_S:.0f} s of CPU and up to {PROMISE_GB:g} GB per 1e6 ops"
 LIMIT_OPS = 2_000_000  # one simulation / exploration: about 20 s, up to 4 GB (PROMISE)
-LIMIT_TOTAL_OPS = 50_000_000  # a whole sweep or reproduction: ~30 min on one core
+LIMIT_TOTAL_OPS = 50_000_000  # a whole sweep or reproduction: about 8 min of CPU (PROMISE), parallel or not
 LIMIT_POINTS = 100_000  # points of one sweep grid
 
 T3_CONFIGS = ("t3", "t3-mca")

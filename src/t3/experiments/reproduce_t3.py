@@ -770,7 +770,7 @@ def check_size(plan: Plan, tasks: list[dict], force: bool = False) -> None:
     """The size guard (:mod:`t3.size`) for every task and for their sum, before anything runs."""
     from t3 import size
 
-    total = 0.0
+    total = size.Work(0.0, "")
     hws: dict[str, Any] = {}
 
     def hardware(name: str, ov: dict | None) -> Any:
@@ -792,8 +792,8 @@ def check_size(plan: Plan, tasks: list[dict], force: bool = False) -> None:
             size.check(w, force=force)
         except T3Error as err:
             raise type(err)(f"{describe_task(t)}: {err}") from None
-        total += w.ops
-    size.check(size.Work(total, f"{len(tasks)} tasks"), force=force, limit=size.LIMIT_TOTAL_OPS)
+        total += w  # simulated ops and planned waves both count (Work.cost)
+    size.check(size.Work(total.ops, f"{len(tasks)} tasks", total.planned), force=force, limit=size.LIMIT_TOTAL_OPS)
 
 
 def reproduce(

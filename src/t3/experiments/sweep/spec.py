@@ -477,7 +477,7 @@ def validate_points(
     for cache in (_hardware_base, _hardware, _operator):  # files may have changed since the last sweep
         cache.cache_clear()
     keys, inputs = [], []
-    total = 0.0
+    total = size.Work(0.0, "")
     seen: set[str] = set()
     for pt in points:
         try:
@@ -488,7 +488,7 @@ def validate_points(
                 seen.add(k)
                 w = point_work(pt.point)
                 size.check(w, force=force)
-                total += w.ops
+                total += w  # simulated ops and planned waves both count (Work.cost)
         except TooLargeError as err:
             raise TooLargeError(f"sweep '{origin}': point {pt.index} ({_varied(pt)}): {err}") from None
         except T3Error as err:
@@ -496,7 +496,9 @@ def validate_points(
         except TypeError as err:  # RunOptions(**bad)
             raise ConfigError(f"sweep '{origin}': point {pt.index}: options: {err}") from None
     size.check(
-        size.Work(total, f"{len(seen)} distinct points of {origin}"), force=force, limit=size.LIMIT_TOTAL_OPS
+        size.Work(total.ops, f"{len(seen)} distinct points of {origin}", total.planned),
+        force=force,
+        limit=size.LIMIT_TOTAL_OPS,
     )
     return keys, inputs
 

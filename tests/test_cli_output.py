@@ -176,8 +176,16 @@ def test_t3_blames_the_tracker_only_for_a_tracker_deadlock(monkeypatch):
 
 
 def test_non_finite_time_is_a_simulation_error():
-    with pytest.raises(SimulationError, match="not finite"):
+    # a link of 1e-306 B/s is refused when the hardware is loaded (config.hardware.BOUNDS): only a model
+    # built past validation reaches the simulation's own check
+    from t3.api import RunOptions, resolve, simulate
+
+    with pytest.raises(T3Error, match="link.bandwidth_Bps: 1e-306 B/s is outside"):
         run("t-nlg", 8, "fc2", "sequential", "paper-80cu", None, {"link.bandwidth_Bps": 1e-306})
+    op, hw, spec = resolve("t-nlg", 8, "fc2", "sequential", "paper-80cu", None, None)
+    slow = hw.model_copy(update={"link": hw.link.model_copy(update={"bandwidth_Bps": 1e-306})})
+    with pytest.raises(SimulationError, match="not finite"):
+        simulate(op, slow, spec, RunOptions())
 
 
 # ---- loud failures of multi-point commands --------------------------------------------------------

@@ -333,6 +333,106 @@ class Fused(_Strict):
     )
 
 
+# Physical bounds: a value outside these is not any GPU's (nor any host's the tool models), so it is a
+# mistake (a unit slip, a missing exponent) and is refused with the field and the bound before any work;
+# generous on purpose, never tight. Path -> (lowest, highest, why). ``.*``: every entry of a table.
+_S = "latencies: one operation's fixed cost is under 1 s on any GPU"
+# Rates: real memories, links and engines move 1 GB/s to 5 TB/s (the fastest HBM: an H200's 4.8 TB/s);
+# the ceiling is 1e30 B/s because a rate far above any hardware's is how an ideal-limit study makes a
+# path free (an unlimited HBM or link), and a large rate cannot overflow (times only shrink).
+_BPS = "rates run 1 GB/s to 5 TB/s on real hardware; above that only as an unlimited path in an ideal-limit study"
+_FREE = 1e30
+BOUNDS: dict[str, tuple[float, float, str]] = {
+    "compute.cus": (1, 1e4, "the largest GPUs have ~300 SMs/CUs, MI300X 304"),
+    "compute.clock_hz": (1e8, 1e10, "GPU and CPU cores clock between 0.1 and 10 GHz"),
+    # a GEMM's sustained clock may sit far below clock_hz while `t3 calibrate` searches it (down to 1/1000)
+    "compute.gemm_clock_hz.*": (1e6, 1e10, "cores clock under 10 GHz; a sustained clock stays above 1 MHz"),
+    "compute.matrix_flops_per_clk_per_cu.*": (1e-3, 1e6, "an H100 SM does 8192 fp8 FLOP/clk"),
+    "compute.wg_per_cu": (1, 1024, "an SM/CU holds at most 32-64 resident workgroups"),
+    "compute.tile_m": (1, 65536, "GEMM tiles are at most a few hundred rows, a CPU runtime's 2048"),
+    "compute.tile_n": (1, 65536, "GEMM tiles are at most a few hundred columns, a CPU runtime's 2048"),
+    "compute.l2_bytes": (1024, 1e10, "the largest last-level caches hold 256 MB, MI300X's Infinity Cache"),
+    "compute.l2_ways": (1, 1024, "caches are at most a few dozen ways"),
+    "compute.l2_line_bytes": (4, 4096, "cache lines are 32-128 B"),
+    "compute.l2_Bps": (1e6, _FREE, _BPS),
+    "compute.k_step": (1, 65536, "GEMM K stages are 16-128 elements, a CPU runtime's 2048"),
+    "compute.k_stages": (1, 64, "GEMM mainloops keep 2-8 stages in flight"),
+    "compute.cu_copy_Bps": (1e3, _FREE, _BPS),
+    "compute.kernel_launch_s": (0, 1, _S),
+    "compute.stream_wait_s": (0, 1, _S),
+    "compute.flag_latency_s": (0, 1, _S),
+    "compute.cu_inflight_bytes": (0, 1e9, "one SM/CU keeps at most a few hundred KB in flight"),
+    "hbm.bandwidth_Bps": (1e3, _FREE, _BPS),
+    "hbm.channels": (1, 1e4, "GPUs have at most a few hundred memory channels"),
+    "hbm.turnaround": (0, 1e3, "a read/write switch costs at most a few dozen bursts"),
+    "hbm.latency_s": (0, 1, _S),
+    "hbm.service_s": (0, 1, _S),
+    "hbm.queue_entries": (1, 1e6, "memory controllers queue at most a few hundred requests per channel"),
+    "hbm.bank_groups": (1, 1024, "DRAM has 4-16 bank groups per channel"),
+    "hbm.burst_bytes": (1, 65536, "a DRAM burst moves 32-64 B"),
+    "hbm.entry_bytes": (1, 65536, "a memory request moves 32-128 B"),
+    "link.bandwidth_Bps": (1e3, _FREE, _BPS),
+    "link.latency_s": (0, 1, _S),
+    "topology.gpus": (2, 1e5, "tensor-parallel groups span at most thousands of GPUs"),
+    "dma.engines": (1, 1024, "GPUs have at most a few dozen copy engines"),
+    "dma.bandwidth_Bps": (1e3, _FREE, _BPS),
+    "dma.command_overhead_s": (0, 1, _S),
+    "dma.inflight_bytes": (0, 1e12, "more than any GPU's memory"),
+    "dma.staging_bytes": (0, 1e12, "more than any GPU's memory"),
+    "dma.host_link_Bps": (0, _FREE, _BPS),
+    "nmc.update_busy_s": (0, 1, _S),
+    "tracker.entries": (1, 1e9, "T3's tracker has 256 entries"),
+    "tracker.granularity_tiles": (1, 1e9, "a tracker entry counts at most a GEMM's tiles"),
+    "tracker.wavefront_tiles_per_tile": (1, 1e6, "a macro-tile holds at most a few dozen wavefront tiles"),
+    "collective.channels": (0, 1e4, "channels are CUs (at most ~300 per GPU)"),
+    "collective.direct_channels": (0, 1e4, "channels are CUs (at most ~300 per GPU)"),
+    "collective.nvls_channels": (0, 1e4, "channels are CUs (at most ~300 per GPU)"),
+    "collective.direct_max_bytes": (0, 1e15, "more than any GPU's memory"),
+    "collective.nvls_reduce_Bps": (0, _FREE, _BPS),
+    "collective.nvls_latency_s": (0, 1, _S),
+    "collective.simple.base_latency_s": (0, 1, _S),
+    "collective.simple.step_latency_s": (0, 1, _S),
+    "collective.simple.max_busbw_Bps": (0, _FREE, _BPS),
+    "collective.ll128.base_latency_s": (0, 1, _S),
+    "collective.ll128.step_latency_s": (0, 1, _S),
+    "collective.ll128.max_busbw_Bps": (0, _FREE, _BPS),
+    "collective.ll.base_latency_s": (0, 1, _S),
+    "collective.ll.step_latency_s": (0, 1, _S),
+    "collective.ll.max_busbw_Bps": (0, _FREE, _BPS),
+    "fused.store_Bps_per_cu": (1e3, _FREE, _BPS),
+}
+
+
+def _bound_values(hw: BaseModel, path: str) -> list[tuple[str, Any]]:
+    """(field path, value) of ``path`` in ``hw`` (``.*``: every entry of the table it names)."""
+    node: Any = hw
+    parts = path.split(".")
+    for p in parts[:-1] if parts[-1] == "*" else parts:
+        node = getattr(node, p)
+    if parts[-1] == "*":
+        return [(f"{path[:-2]}.{k}", v) for k, v in (node or {}).items()]
+    return [(path, node)]
+
+
+def _unit(field: str) -> str:
+    for suffix, unit in (("_s", " s"), ("_Bps", " B/s"), ("_hz", " Hz"), ("_bytes", " B")):
+        if field.removesuffix("." + field.split(".")[-1]).endswith(suffix) or field.endswith(suffix):
+            return unit
+    return ""
+
+
+def check_bounds(hw: BaseModel) -> None:
+    """ValueError naming the first field outside :data:`BOUNDS` (its value, the bound and why)."""
+    for path, (lo, hi, why) in BOUNDS.items():
+        for field, v in _bound_values(hw, path):
+            if v is not None and not lo <= v <= hi:
+                u = _unit(field)
+                raise ValueError(
+                    f"{field}: {v:g}{u} is outside what any GPU could be: must be in [{lo:g}{u}, {hi:g}{u}]"
+                    f" ({why})"
+                )
+
+
 class Hardware(_Strict):
     name: str
     description: str = ""
@@ -346,6 +446,11 @@ class Hardware(_Strict):
     mca: Mca = Mca()
     collective: Collective = Collective()
     fused: Fused = Fused()
+
+    @model_validator(mode="after")
+    def _physical(self) -> Hardware:
+        check_bounds(self)
+        return self
 
     def with_overrides(self, overrides: dict[str, Any]) -> Hardware:
         """A new validated Hardware with dotted-path overrides applied (``{"link.bandwidth_Bps": 1e11}``)."""

@@ -1,0 +1,119 @@
+"""Physical bounds of hardware values (config.hardware.BOUNDS): a value outside what any GPU could be
+is refused when the hardware is loaded, with the field, the value, the bound and its reason."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pytest
+from pydantic import BaseModel
+
+from t3.cli.main import main
+from t3.config.hardware import BOUNDS, Hardware, load_hardware, preset_names
+from t3.errors import ConfigError
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as e:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def _field(path: str):
+    """The pydantic field a bound's path names (walking the model classes, not BOUNDS' own lookup)."""
+    model: type[BaseModel] = Hardware
+    parts = path.removesuffix(".*").split(".")
+    for p in parts[:-1]:
+        model = model.model_fields[p].annotation
+    return model.model_fields[parts[-1]]
+
+
+def test_every_bound_names_a_numeric_field_and_says_why():
+    for path, (lo, hi, why) in BOUNDS.items():
+        f = _field(path)  # KeyError: a bound on a field that does not exist
+        text = str(f.annotation)
+        assert "int" in text or "float" in text, path
+        assert lo < hi and why.strip(), path
+
+
+def test_every_preset_is_within_its_bounds():
+    for name in preset_names():
+        load_hardware(name)  # raises if any value is out of bounds
+
+
+SCALARS = [p for p in BOUNDS if not p.endswith(".*")]
+
+
+def _is_int(path: str) -> bool:
+    return _field(path).annotation is int
+
+
+@pytest.mark.parametrize("path", SCALARS)
+def test_above_the_bound_is_refused_and_the_bound_itself_is_accepted(path):
+    lo, hi, why = BOUNDS[path]
+    above = int(hi) + 1 if _is_int(path) else hi * 1.5
+    with pytest.raises(ConfigError) as e:
+        load_hardware("paper-80cu", {path: above})
+    msg = str(e.value)
+    assert msg.startswith(f"hardware 'paper-80cu': {path}: "), msg
+    assert "is outside what any GPU could be: must be in [" in msg and msg.endswith(f"({why})"), msg
+    at = int(hi) if _is_int(path) else float(hi)
+    assert load_hardware("paper-80cu", {path: at}).model_dump()  # the bound itself is inside
+
+
+# topology.gpus: its field's own "greater than 1" refuses 1 first
+@pytest.mark.parametrize("path", [p for p in SCALARS if BOUNDS[p][0] > 1 and p != "topology.gpus"])
+def test_below_the_lower_bound_is_refused(path):
+    lo = BOUNDS[path][0]
+    below = int(lo) - 1 if _is_int(path) else lo / 2
+    with pytest.raises(ConfigError, match=f"{path}: .* is outside what any GPU could be"):
+        load_hardware("paper-80cu", {path: below})
+
+
+def test_table_entries_are_bounded_one_by_one():
+    with pytest.raises(
+        ConfigError, match=r"compute\.gemm_clock_hz\.bf16: 2e\+10 Hz is outside what any GPU could be"
+    ):
+        load_hardware("paper-80cu", {"compute.gemm_clock_hz": {"bf16": 2e10}})
+    with pytest.raises(ConfigError, match=r"compute\.matrix_flops_per_clk_per_cu\.fp16: 1e\+09 is outside"):
+        load_hardware("paper-80cu", {"compute.matrix_flops_per_clk_per_cu": {"fp16": 1e9}})
+
+
+# the issue's cases, through the CLI: one line, exit 2, the field, the value with its unit and the bound
+ISSUE = [
+    (
+        ("run", "--set", "link.latency_s=1e308"),
+        "error: hardware 'paper-80cu': link.latency_s: 1e+308 s is outside what any GPU could be: "
+        "must be in [0 s, 1 s]",
+    ),
+    (
+        ("run", "--set", "compute.cus=1000000000"),
+        "error: hardware 'paper-80cu': compute.cus: 1e+09 is outside what any GPU could be: "
+        "must be in [1, 10000]",
+    ),
+    (
+        ("run", "--set", "compute.clock_hz=1e300"),
+        "error: hardware 'paper-80cu': compute.clock_hz: 1e+300 Hz is outside what any GPU could be: "
+        "must be in [1e+08 Hz, 1e+10 Hz]",
+    ),
+]
+
+
+@pytest.mark.parametrize("args,start", ISSUE, ids=[" ".join(a) for a, _ in ISSUE])
+def test_issue_cases_on_the_cli(args, start, capsys):
+    code, out, err = cli(capsys, *args)
+    assert code == 2 and out == "", err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(start), err
+
+
+def test_a_hardware_file_out_of_bounds_is_named(tmp_path, capsys):
+    body = resources.files("t3.config").joinpath("presets", "paper-80cu.toml").read_text()
+    p = tmp_path / "big.toml"
+    p.write_text(
+        body.replace("cus = 80 ", "cus = 1000000000 ").replace('name = "paper-80cu"', 'name = "big"')
+    )
+    code, _, err = cli(capsys, "run", "--hw", str(p))
+    assert code == 2
+    assert f"hardware '{p}': compute.cus: 1e+09 is outside what any GPU could be" in err, err

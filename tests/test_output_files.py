@@ -131,3 +131,154 @@ def test_reproduce_ficco_workers_bounded(capsys):
         capsys, "reproduce", "ficco", "--workers", "99999999999", "--out", Path("/nonexistent-x")
     )
     assert code == 2 and err.strip() == "error: --workers: must be <= 256, got 99999999999"
+
+
+# ---- output folders: only the files the command writes are replaced, and only an earlier output's ----
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "t3"
+MARKERS = {
+    "reproduce-t3": ("t3.json", {"provenance": {}, "summary": {}, "points": []}),
+    "reproduce-ficco": ("ficco.json", {"provenance": {}, "evaluation": {}, "rules_shipped": {}}),
+    "trace-project": ("projection.json", {"trace": {}, "window": {}, "outputs": {}}),
+}
+
+
+def test_the_folders_file_lists_are_the_files_the_commands_write():
+    """An independent reading of the writers' sources: every literal file name they write into the folder
+    is in the list the check protects (a new figure must not slip past it)."""
+    import re
+
+    from t3.cli.common import _names
+
+    written = {
+        "reproduce-t3": (SRC / "experiments" / "figures.py", r'out / "([\w.]+)"'),
+        "reproduce-ficco": (SRC / "experiments" / "reproduce_ficco.py", r'save\(fig, "([\w.]+)"\)'),
+        "trace-project": (SRC / "cli" / "trace.py", r'folder / "([\w.]+)"'),
+    }
+    for kind, (src, pattern) in written.items():
+        found = set(re.findall(pattern, src.read_text()))
+        assert found and found <= set(_names(kind)), (kind, found - set(_names(kind)))
+    assert {"t3.json", "report.md"} <= set(_names("reproduce-t3"))
+    assert {"ficco.json", "report.md", "schedules.parquet"} <= set(_names("reproduce-ficco"))
+    from t3.validation.dataset import CATEGORIES
+
+    assert set(_names("validate-plot")) == {f"validate-{c}.png" for c in CATEGORIES}
+
+
+@pytest.mark.parametrize("kind", sorted(MARKERS))
+def test_a_folder_is_written_only_over_its_own_earlier_output(tmp_path, kind):
+    from t3.cli.common import _names
+
+    marker, doc = MARKERS[kind]
+    d = tmp_path / "out"
+    d.mkdir()
+    (d / "notes.txt").write_text("mine")  # a file the command does not write: never a reason to refuse
+    assert check_output_dir(d, "--out", kind) == d
+    victim = next(n for n in _names(kind) if n != marker)
+    (d / victim).write_text("my own file")
+    with pytest.raises(ConfigError) as e:
+        check_output_dir(d, "--out", kind)
+    cmd = {"reproduce-t3": "t3 reproduce t3", "reproduce-ficco": "t3 reproduce ficco",
+           "trace-project": "t3 trace project"}[kind]  # fmt: skip
+    assert str(e.value) == (
+        f"--out: '{d / victim}' exists and is not from an earlier {cmd} (the folder has no {marker} it "
+        "wrote); pass --overwrite to replace it"
+    )
+    assert check_output_dir(d, "--out", kind, overwrite=True) == d
+    (d / marker).write_text(json.dumps({"something": "else"}))  # a JSON of the same name is not enough
+    with pytest.raises(ConfigError, match=f"'{d / marker}' exists and is not from an earlier"):
+        check_output_dir(d, "--out", kind)
+    (d / marker).write_text(json.dumps(doc))  # an earlier output: its files are replaced
+    assert check_output_dir(d, "--out", kind) == d
+    (d / victim).unlink()
+    (d / victim).mkdir()  # a folder where a file is written: refused even with --overwrite
+    with pytest.raises(ConfigError, match="is a directory where .* writes a file; move it aside"):
+        check_output_dir(d, "--out", kind, overwrite=True)
+    assert (d / "notes.txt").read_text() == "mine"
+
+
+def test_trace_project_twice_into_one_folder_and_never_over_a_users_file(tmp_path, capsys, monkeypatch):
+    gpu = Path(__file__).parent / "traces" / "data" / "megatron_sp_tp8_h100.constructed.pt.trace.json.gz"
+    out = tmp_path / "a" / "b"
+    args = ("trace", "project", gpu, "--ficco", "select", "--json", "--out", out)
+    for _ in range(2):  # the second run replaces the first one's files
+        code, _, err = cli(capsys, *args)
+        assert code in (0, None), err
+    assert json.loads((out / "projection.json").read_text())["outputs"]
+    import t3.traces.project as tp
+
+    def boom(*a, **k):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(tp, "project", boom)
+    own = tmp_path / "mine"
+    own.mkdir()
+    (own / "projection.png").write_bytes(b"my figure")
+    code, _, err = cli(capsys, *args[:-1], own)
+    assert code == 2 and err.strip() == (
+        f"error: --out: '{own / 'projection.png'}' exists and is not from an earlier t3 trace project "
+        "(the folder has no projection.json it wrote); pass --overwrite to replace it"
+    )
+    assert (own / "projection.png").read_bytes() == b"my figure"
+
+
+def test_validate_plot_checks_its_figures_before_any_row_runs(tmp_path, capsys, monkeypatch):
+    import t3.validation as v
+
+    def boom(*a, **k):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(v, "run", boom)
+    d = tmp_path / "figs"
+    d.mkdir()
+    (d / "validate-gemm_tflops.png").write_text("not an image")
+    code, _, err = cli(capsys, "validate", "--category", "gemm_tflops", "--plot", d)
+    assert code == 2 and err.strip() == (
+        f"error: --plot: '{d / 'validate-gemm_tflops.png'}' exists and is not from an earlier t3 validate "
+        "(not a PNG image); move it aside or choose another folder"
+    )
+    f = tmp_path / "file"
+    f.write_text("x")
+    code, _, err = cli(capsys, "validate", "--category", "gemm_tflops", "--plot", f / "sub")
+    assert code == 2 and err.strip() == f"error: --plot: '{f}' is a file, so '{f / 'sub'}' cannot be created"
+
+
+def test_reproduce_ficco_refuses_a_users_report_before_any_work(tmp_path, capsys, monkeypatch):
+    import t3.experiments.reproduce_ficco as rf
+
+    def boom(*a, **k):
+        raise AssertionError("work started")
+
+    monkeypatch.setattr(rf, "reproduce", boom)
+    (tmp_path / "report.md").write_text("my report")
+    code, _, err = cli(capsys, "reproduce", "ficco", "--out", tmp_path)
+    assert (
+        code == 2 and "--out: '" in err and "report.md' exists and is not from an earlier t3 reproduce" in err
+    )
+    assert (tmp_path / "report.md").read_text() == "my report"
+    code, _, err = cli(capsys, "reproduce", "t3", "--out", tmp_path)
+    assert code == 2 and "(the folder has no t3.json it wrote); pass --overwrite" in err
+
+
+def test_measure_out_follows_the_folder_rule_before_the_device_opens(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    base = ("measure", "--device", "cpu", "--allow-cpu", "--hardware", "h100-8", "--quick")
+    code, _, err = cli(capsys, *base, "--out", f / "sub")
+    assert code == 2 and err.strip() == f"error: --out: '{f}' is a file, so '{f / 'sub'}' cannot be created"
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "measured.toml").write_text("earlier")  # measurements are never replaced silently
+    code, _, err = cli(capsys, *base, "--out", tmp_path / "m")
+    assert code == 2 and "is not empty (pass --overwrite" in err
+    assert (tmp_path / "m" / "measured.toml").read_text() == "earlier"
+
+
+def test_every_output_folder_flag_states_the_rule(capsys):
+    for args, flag in ((["reproduce", "t3"], "--out"), (["reproduce", "ficco"], "--out"),
+                       (["trace", "project"], "--out"), (["validate"], "--plot"),
+                       (["measure"], "--out")):  # fmt: skip
+        code, out, _ = cli(capsys, *args, "--help")
+        text = " ".join(out.replace("│", " ").split())
+        assert flag in text and "created if missing" in text, (args, text)
+        if args != ["validate"]:
+            assert "--overwrite" in text, args

@@ -205,7 +205,7 @@ def test_cli_bad_hardware_one_line():
 
 def test_cli_quick_writes_report_json(tmp_path):
     out, js = tmp_path / "out", tmp_path / "x" / "t3.json"
-    js.parent.mkdir()  # a --json file goes into an existing directory (a missing one is an error)
+    # neither folder exists: every command creates the missing folders of its outputs
     p = subprocess.run(
         [sys.executable, "-m", "t3", "reproduce", "t3", "--quick", "--no-figures", "--workers", "1",
          "--out", str(out), "--json", str(js)],

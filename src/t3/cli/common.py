@@ -145,16 +145,91 @@ def check_output_file(
     return p
 
 
-def check_output_dir(path: str | Path, option: str) -> Path:
-    """An output directory is created now (with its parents) when missing, before any work; an existing
-    file in its place or on its path, or a directory that cannot be created or written, is an error.
-    The files a command writes in it replace those of the same name (an earlier run's)."""
+def _is_png(p: Path) -> bool:
+    try:
+        with p.open("rb") as f:
+            return f.read(8) == b"\x89PNG\r\n\x1a\n"
+    except OSError:
+        return False
+
+
+# The folders a command writes: the files it puts there, and the file (with its check) that says the folder
+# holds an earlier output of the same command. Only those files are ever replaced; others are not touched.
+_FIGS_T3 = ("speedup_main.png", "dram_traffic.png", "speedup_large.png", "hbm_timeline.png", "end_to_end.png",
+            "sensitivity.png")  # fmt: skip
+_FIGS_FICCO = ("design_space_heatmaps.png", "loss_signatures.png", "decomposition_characterisation.png",
+               "selection.png")  # fmt: skip
+OUTPUT_DIRS: dict[str, tuple[str, str | None, Any, tuple[str, ...]]] = {
+    "reproduce-t3": (
+        "t3 reproduce t3",
+        "t3.json",
+        lambda p: OUTPUT_KINDS["reproduce-json"][1](p),
+        ("t3.json", "report.md", *_FIGS_T3),
+    ),
+    "reproduce-ficco": (
+        "t3 reproduce ficco",
+        "ficco.json",
+        lambda p: {"provenance", "evaluation", "rules_shipped"} <= set(_json_object(p)),
+        ("ficco.json", "report.md", "schedules.parquet", *_FIGS_FICCO),
+    ),
+    "trace-project": (
+        "t3 trace project",
+        "projection.json",
+        lambda p: {"trace", "window", "outputs"} <= set(_json_object(p)),
+        ("projection.json", "projection.perfetto.json", "projection.png"),
+    ),
+    # no document beside the figures: each one it would replace must be a PNG image
+    "validate-plot": ("t3 validate", None, _is_png, ()),  # validate-<category>.png: see _names
+}
+
+
+def _names(kind: str) -> tuple[str, ...]:
+    if kind == "validate-plot":  # t3.validation.plots.write_plots
+        from t3.validation.dataset import CATEGORIES
+
+        return tuple(f"validate-{c}.png" for c in CATEGORIES)
+    return OUTPUT_DIRS[kind][3]
+
+
+OUTPUT_DIR_RULE = (
+    "created if missing; files of an earlier output of this command in it are replaced, others never"
+)
+
+
+def check_output_dir(
+    path: str | Path, option: str, kind: str | None = None, *, overwrite: bool = False,
+    overwrite_flag: bool = True,
+) -> Path:  # fmt: skip
+    """An output directory, checked before any work, by the rule of :func:`check_output_file`: it is
+    created now (with its parents) when missing; an existing file in its place or on its path, or a
+    directory that cannot be created or written, is an error. In an existing directory the files the
+    command writes (:data:`OUTPUT_DIRS`) are replaced only when the directory holds an earlier output of
+    the same command (its document, recognised by content), or with ``--overwrite``; the directory's other
+    files are never touched."""
     p = Path(path)
     if str(path) == "":
         raise ConfigError(f"{option}: empty path")
     if p.exists() and not p.is_dir():
         raise ConfigError(f"{option}: '{p}' exists and is not a directory")
     _make_folder(p, option)
+    if kind is None:
+        return p
+    what, marker, own, _ = OUTPUT_DIRS[kind]
+    names = _names(kind)
+    for name in names:
+        f = p / name
+        if f.is_dir():
+            raise ConfigError(f"{option}: '{f}' is a directory where {what} writes a file; move it aside")
+        if f.exists() and not os.access(f, os.W_OK):
+            raise ConfigError(f"{option}: '{f}' exists and is not writable")
+    earlier = marker is not None and (p / marker).is_file() and own(p / marker)
+    for name in names:
+        f = p / name
+        if overwrite or not f.exists() or earlier or (marker is None and own(f)):
+            continue
+        how = "pass --overwrite to replace it" if overwrite_flag else "move it aside or choose another folder"
+        why = f"the folder has no {marker} it wrote" if marker is not None else "not a PNG image"
+        raise ConfigError(f"{option}: '{f}' exists and is not from an earlier {what} ({why}); {how}")
     return p
 
 

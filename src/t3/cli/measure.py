@@ -8,9 +8,15 @@ from pathlib import Path
 
 import typer
 
+from t3.cli.common import check_output_dir
 from t3.cli.main import app
 
-_OUT = typer.Option(..., "--out", help="output directory: measured.toml (rows) and run.json (raw samples)")
+_OUT = typer.Option(
+    ...,
+    "--out",
+    help="output directory: measured.toml (rows) and run.json (raw samples); created if missing; a non-empty "
+    "one only with --overwrite (measurements cannot be recomputed, so even an earlier run's are kept)",
+)
 _OVER = typer.Option(False, "--overwrite", help="replace measured.toml and run.json in a non-empty --out")
 _DEV = typer.Option("auto", "--device", help="auto (the GPU if PyTorch sees one), cuda (CUDA or ROCm) or cpu")
 _HW = typer.Option(
@@ -37,9 +43,11 @@ def measure(
 ) -> None:  # fmt: skip
     """Measure this machine's GPU into dataset rows (docs/measure.md): GEMM throughput, HBM bandwidth,
     launch / stream-wait / flag latencies, and a GEMM's slowdown beside copies and reductions."""
-    from t3.measure.runner import MeasureOptions, print_summary, run_measure
+    from t3.measure.runner import MeasureOptions, check_options, print_summary, run_measure
 
     opts = MeasureOptions(out, overwrite, device, hardware, only, quick, allow_cpu, budget, tag)
+    check_options(opts)  # then the folder is created by every command's rule, before the device opens
+    check_output_dir(out, "--out")
     log = sys.stderr if as_json else sys.stdout
     summary = run_measure(opts, log)
     if as_json:

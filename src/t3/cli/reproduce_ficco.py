@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from t3.cli.common import check_count, check_output_dir
+from t3.cli.common import OUTPUT_DIR_RULE, check_count, check_output_dir
 from t3.cli.reproduce import reproduce_app
 
 KEEP_GOING = (
@@ -18,7 +18,14 @@ KEEP_GOING = (
 
 @reproduce_app.command("ficco")
 def ficco(
-    out: Path = typer.Option(Path("results/ficco"), "--out", help="output directory (created if missing)"),
+    out: Path = typer.Option(
+        Path("results/ficco"),
+        "--out",
+        help=f"output directory (report, figures, JSON; {OUTPUT_DIR_RULE}, or with --overwrite)",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="replace the files it writes in --out, of any kind"
+    ),
     workers: int | None = typer.Option(None, "--workers", help="processes (default: CPU count, max 8)"),
     limit: int | None = typer.Option(
         None, "--limit", help="only the first LIMIT design and LIMIT unseen operators (quick look)"
@@ -33,7 +40,7 @@ def ficco(
 
     check_count(workers, "--workers", maximum=MAX_WORKERS)
     check_count(limit, "--limit")
-    check_output_dir(out, "--out")
+    check_output_dir(out, "--out", "reproduce-ficco", overwrite=overwrite)
     res = reproduce(out, workers=workers, limit=limit, keep_going=keep_going)
     ev = res["evaluation"]
     c = Console()

@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from t3.cli.common import (
+    OUTPUT_DIR_RULE,
     OUTPUT_RULE,
     check_count,
     check_output_dir,
@@ -30,12 +31,18 @@ KEEP_GOING = (
 @reproduce_app.command("t3")
 def reproduce_t3(
     out: Path = typer.Option(
-        Path("results/t3"), "--out", help="output directory (report, figures, JSON; created if missing)"
+        Path("results/t3"),
+        "--out",
+        help=f"output directory (report, figures, JSON; {OUTPUT_DIR_RULE}, or with --overwrite)",
     ),
     json_file: Path | None = typer.Option(
         None, "--json", help=f"also write the JSON document to this file ({OUTPUT_RULE} or with --overwrite)"
     ),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing --json file of any kind"),
+    overwrite: bool = typer.Option(
+        False,
+        "--overwrite",
+        help="replace an existing --json file, and the files it writes in --out, of any kind",
+    ),
     workers: int | None = typer.Option(None, help="worker processes (default: CPU count, at most 8)"),
     hw: str = typer.Option("paper-80cu", "--hw", help="hardware preset name or TOML file"),
     quick: bool = typer.Option(False, "--quick", help="TP 8 only, no TP-32 models, no sensitivity sweeps"),
@@ -66,7 +73,7 @@ def reproduce_t3(
     if quick:
         plan = Plan(hardware=hw, hw_overrides=plan.hw_overrides, tps=(8,), large_models=(), sweeps=())
     plan.validate()  # before the output directory is created
-    check_output_dir(out, "--out")
+    check_output_dir(out, "--out", "reproduce-t3", overwrite=overwrite)
     t0 = time.perf_counter()
     doc = reproduce(
         plan, workers=workers, executor=executor, scheduler=scheduler, store=store, keep_going=keep_going,

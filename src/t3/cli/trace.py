@@ -10,7 +10,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from t3.cli.common import OUTPUT_RULE, check_output_dir, check_output_file, fmt_bytes, fmt_time, force_option
+from t3.cli.common import (
+    OUTPUT_DIR_RULE,
+    OUTPUT_RULE,
+    check_output_dir,
+    check_output_file,
+    fmt_bytes,
+    fmt_time,
+    force_option,
+)
 from t3.cli.main import app
 from t3.errors import ConfigError
 
@@ -135,7 +143,12 @@ def project(
         help="state whether the trace was taken on the preset's hardware (default: by name)",
     ),
     out: str = typer.Option(
-        "results/trace", "--out", help="folder for projection.json, .perfetto.json, .png"
+        "results/trace",
+        "--out",
+        help=f"folder for projection.json, .perfetto.json, .png ({OUTPUT_DIR_RULE}, or with --overwrite)",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="replace the files it writes in --out, of any kind"
     ),
     as_json: bool = _JSON,
     force: bool = force_option(),
@@ -158,7 +171,7 @@ def project(
         from t3.workload import get_model
 
         get_model(model)
-    folder = check_output_dir(out, "--out")
+    folder = check_output_dir(out, "--out", "trace-project", overwrite=overwrite)
     t = _import(trace, model)
     from t3 import size
 

@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from t3.cli.common import force_option
+from t3.cli.common import OUTPUT_DIR_RULE, check_output_dir, force_option
 from t3.cli.main import app
 
 _ROLE = typer.Option(None, "--role", help="calibration or validation (default: both)")
@@ -23,7 +23,12 @@ _CAT = typer.Option(
 )
 _HW = typer.Option(None, "--hardware", help="only rows of this preset (e.g. h100-8)")
 _JSON = typer.Option(False, "--json", help="print one JSON object (rows and summary)")
-_PLOT = typer.Option(None, "--plot", help="write one predicted-vs-measured PNG per category into this folder")
+_PLOT = typer.Option(
+    None,
+    "--plot",
+    help="write one predicted-vs-measured PNG per category (validate-CATEGORY.png) into this folder "
+    f"({OUTPUT_DIR_RULE})",
+)
 _MD = typer.Option(False, "--markdown", help="print the summary and the per-row table as Markdown")
 _DATA = typer.Option(
     None, "--data", help="dataset file(s) to use instead of the shipped dataset (repeatable)"
@@ -126,6 +131,8 @@ def validate(
     from t3 import size
 
     size.check(size.validation_work(rows), force=force)  # the rows' sum, before any of them runs
+    if plot is not None:  # its folder and figures, before any row runs
+        check_output_dir(plot, "--plot", "validate-plot", overwrite_flag=False)
     prog = _Progress()
     try:
         with size.forced(force):

@@ -192,7 +192,7 @@ def _names(kind: str) -> tuple[str, ...]:
 
 
 OUTPUT_DIR_RULE = (
-    "created if missing; files of an earlier output of this command in it are replaced, others never"
+    "created if missing; an earlier run's files in it are replaced, other files of the same names refused"
 )
 
 

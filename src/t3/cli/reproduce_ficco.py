@@ -21,7 +21,7 @@ def ficco(
     out: Path = typer.Option(
         Path("results/ficco"),
         "--out",
-        help=f"output directory (report, figures, JSON; {OUTPUT_DIR_RULE}, or with --overwrite)",
+        help=f"output directory (report, figures, JSON; {OUTPUT_DIR_RULE} unless --overwrite)",
     ),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="replace the files it writes in --out, of any kind"

@@ -33,7 +33,7 @@ def reproduce_t3(
     out: Path = typer.Option(
         Path("results/t3"),
         "--out",
-        help=f"output directory (report, figures, JSON; {OUTPUT_DIR_RULE}, or with --overwrite)",
+        help=f"output directory (report, figures, JSON; {OUTPUT_DIR_RULE} unless --overwrite)",
     ),
     json_file: Path | None = typer.Option(
         None, "--json", help=f"also write the JSON document to this file ({OUTPUT_RULE} or with --overwrite)"

@@ -145,7 +145,7 @@ def project(
     out: str = typer.Option(
         "results/trace",
         "--out",
-        help=f"folder for projection.json, .perfetto.json, .png ({OUTPUT_DIR_RULE}, or with --overwrite)",
+        help=f"folder for projection.json, .perfetto.json, .png ({OUTPUT_DIR_RULE} unless --overwrite)",
     ),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="replace the files it writes in --out, of any kind"

@@ -12,9 +12,9 @@ Every extension is optional: without a C compiler the install still succeeds and
 pure Python (same results, bit for bit, slower); ``t3 --version`` says which engine runs.
 """
 
-import hashlib
 import importlib.util
 import os
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -22,7 +22,8 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).parent
 CORE = "src/t3/sim/_native.pyx"
-SOURCES: dict[str, str] = {}  # module -> sha256 of the .py it was compiled from (read before cythonize)
+CORE_NAME = "t3.sim._native"
+SOURCES: dict[str, str] = {}  # module -> sha256 of the source it is compiled from (read before cythonize)
 
 
 def _load():
@@ -45,9 +46,9 @@ def compiled() -> list[str]:
 def extensions() -> list:
     from Cython.Build import cythonize  # a build requirement (pyproject.toml)
 
-    sha = hashlib.sha256((ROOT / CORE).read_bytes()).hexdigest()[:16]
+    SOURCES[CORE_NAME] = _compiled.source_digest(ROOT / CORE)
     core = Extension(
-        "t3.sim._native", [CORE], optional=True, define_macros=[("T3_NATIVE_SOURCE", f'"{sha}"')]
+        CORE_NAME, [CORE], optional=True, define_macros=[("T3_NATIVE_SOURCE", f'"{SOURCES[CORE_NAME][:16]}"')]
     )
     mods = []
     for m in compiled():
@@ -56,11 +57,13 @@ def extensions() -> list:
         mods.append(Extension(m, [src], optional=True))
     # plain Python semantics for the .py modules: no C type from an annotation or inferred for a local
     # (every value stays a Python object: an int stays an int, None stays None), functions bind as
-    # Python functions (introspection, pickling by reference)
+    # Python functions (introspection, pickling by reference). Cython translates in parallel (and only
+    # a source newer than its .c); the C compiler runs in parallel too (BuildExt.parallel).
     py = {"binding": True, "annotation_typing": False, "infer_types": False}
+    jobs = {"nthreads": os.cpu_count() or 1} if len(mods) > 1 else {}
     return [
         *cythonize([core], language_level=3, quiet=True),
-        *cythonize(mods, language_level=3, quiet=True, compiler_directives=py),
+        *(cythonize(mods, language_level=3, quiet=True, compiler_directives=py, **jobs) if mods else []),
     ]
 
 
@@ -68,7 +71,14 @@ class BuildExt(build_ext):
     """Compiles with IEEE arithmetic as Python does it, and writes beside each compiled module the
     sha256 of the source it was compiled from (read by :func:`t3._compiled.stale`), once the module
     is built (an extension that fails to build, they are optional, gets none); an editable install
-    copies it into the source tree with the module."""
+    copies it into the source tree with the module.
+
+    Builds once: a module whose compiled file in the source tree (left by an earlier ``pip install
+    -e .``) records the sha256 of its current source and is newer than this file (the flags) is
+    reused, not compiled again, so the test command's ``pip install -e '.[test,...]'`` after the main
+    set-up's ``pip install -e .`` takes seconds; an edited source is compiled again, alone. Compiled
+    files in the source tree of modules that are no longer compiled are removed (they would shadow
+    their source)."""
 
     # gcc and clang fuse a*b + c into one fused multiply-add wherever the target has one (aarch64
     # always, x86-64 with -march=haswell or later): one rounding instead of Python's two, and the
@@ -76,21 +86,76 @@ class BuildExt(build_ext):
     # fails so); fast-math (from CFLAGS) would reorder sums likewise
     IEEE = ["-ffp-contract=off", "-fno-fast-math"]
 
+    def finalize_options(self):
+        super().finalize_options()
+        if not self.parallel:  # (the C compiler on every CPU; setup() below asks for it too)
+            self.parallel = os.cpu_count() or 1
+        self._reused: set[str] = set()
+
     def build_extensions(self):
         if self.compiler.compiler_type == "unix":  # (gcc, clang; MSVC does not contract by default)
             for ext in self.extensions:
                 ext.extra_compile_args = [*ext.extra_compile_args, *self.IEEE]
                 ext.extra_link_args = [*ext.extra_link_args, *self.IEEE]
+        self._remove_retired()
         super().build_extensions()
 
+    def _in_source(self, name: str) -> Path:
+        """Where an editable install puts the compiled module ``name``."""
+        return ROOT / "src" / self.get_ext_filename(name)
+
+    def _current(self, ext) -> bool:
+        """The compiled file in the source tree stands for the source as it is now, built with these flags."""
+        built = self._in_source(ext.name)
+        digest = _compiled.digest_path(built)
+        try:
+            return (
+                ext.name in SOURCES
+                and digest.read_text().strip() == SOURCES[ext.name]
+                and built.stat().st_mtime >= (ROOT / "setup.py").stat().st_mtime
+            )
+        except OSError:
+            return False
+
     def build_extension(self, ext):
-        super().build_extension(ext)
-        if ext.name in SOURCES:
-            _compiled.digest_path(Path(self.get_ext_fullpath(ext.name))).write_text(SOURCES[ext.name] + "\n")
+        out = Path(self.get_ext_fullpath(ext.name))
+        if self._current(ext):
+            out.parent.mkdir(parents=True, exist_ok=True)
+            self.copy_file(str(self._in_source(ext.name)), str(out), level=self.verbose)
+            self._reused.add(ext.name)
+            print(f"reusing {self._in_source(ext.name).relative_to(ROOT)} (built from the current source)")
+        else:
+            super().build_extension(ext)
+        if ext.name in SOURCES and out.is_file():
+            _compiled.digest_path(out).write_text(SOURCES[ext.name] + "\n")
+
+    def _remove_retired(self):
+        """Compiled files (and their digests, Cython's C files) under src/t3 of modules not built any more."""
+        keep = {self.get_ext_filename(ext.name) for ext in self.extensions}
+        for built in sorted((ROOT / "src" / "t3").rglob("*")):
+            if not any(built.name.endswith(s) for s in EXTENSION_SUFFIXES) or not built.is_file():
+                continue
+            if str(built.relative_to(ROOT / "src")) in keep:
+                continue
+            stem = built.name.split(".")[0]
+            for f in (built, _compiled.digest_path(built), built.with_name(stem + ".c")):
+                if f.is_file() and (
+                    f == built or f.suffix != ".c" or built.with_name(stem + ".py").is_file()
+                ):
+                    print(f"removing {f.relative_to(ROOT)} (no longer compiled)")
+                    f.unlink()
 
     def copy_extensions_to_source(self):
-        super().copy_extensions_to_source()
+        every = self.extensions
+        # (a reused module is already in place: not rewritten under a process that has it loaded)
+        self.extensions = [ext for ext in every if ext.name not in self._reused]
+        try:
+            super().copy_extensions_to_source()
+        finally:
+            self.extensions = every
         for ext in self.extensions:
+            if ext.name in self._reused:
+                continue
             name = self.get_ext_filename(ext.name)  # (the module's path under the build directory)
             built = Path(self.build_lib) / name
             if ext.name in SOURCES and _compiled.digest_path(built).is_file():

@@ -43,6 +43,12 @@ def test_the_listed_modules_run_compiled():
     )
 
 
+def _listed(monkeypatch) -> None:
+    """t3.ficco.space (the module _fake stands for) in COMPILED, whatever the build compiles."""
+    monkeypatch.setattr(_compiled, "COMPILED", ("t3.ficco.space",))
+    monkeypatch.setattr(_compiled, "NOT_COMPILED", ())
+
+
 def _fake(tmp_path: Path, digest: str | None) -> tuple[Path, Path]:
     """A source, a compiled file beside it and, unless None, the digest the build would write."""
     src = tmp_path / "space.py"
@@ -59,6 +65,7 @@ def _sha(text: str) -> str:
 
 
 def test_a_module_compiled_from_its_source_is_left_to_the_usual_import(tmp_path, monkeypatch):
+    _listed(monkeypatch)
     monkeypatch.delenv("T3_ENGINE", raising=False)
     src, built = _fake(tmp_path, _sha("X = 1\n"))
     # the modification times do not count, the content does
@@ -73,6 +80,7 @@ def test_a_module_compiled_from_its_source_is_left_to_the_usual_import(tmp_path,
     [(_sha("X = 2\n"), "built from another version of space.py"), (None, "no record of its source")],
 )
 def test_a_stale_compiled_module_runs_from_source_with_a_warning(tmp_path, monkeypatch, digest, why):
+    _listed(monkeypatch)
     monkeypatch.delenv("T3_ENGINE", raising=False)
     src, _ = _fake(tmp_path, digest)
     with pytest.warns(RuntimeWarning, match=why):
@@ -95,6 +103,7 @@ def test_the_build_records_the_digest_of_each_installed_source():
 
 
 def test_t3_engine_python_runs_every_module_from_source(tmp_path, monkeypatch):
+    _listed(monkeypatch)
     monkeypatch.setenv("T3_ENGINE", "python")
     src, _ = _fake(tmp_path, _sha("X = 1\n"))
     with warnings.catch_warnings():

@@ -17,8 +17,22 @@ import sys
 import warnings
 from pathlib import Path
 
-# (the list setup.py compiles; t3.sim._native, the engine's core, has a Cython source of its own)
-COMPILED = (
+# (the list setup.py compiles by Cython from the .py; t3.sim._native, the engine's core, has a Cython
+# source of its own and is always built). Empty: no Python module pays for its compilation (below).
+COMPILED: tuple[str, ...] = ()
+
+# Modules that were compiled by Cython from their .py and are not any more: none saves CPU time that can
+# be measured on the main job (`t3 reproduce t3`) or the tests, and compiling them cost 190-213 s of CPU
+# time (9 to 37 s each), four fifths of `pip install -e .` (267 s of CPU, 6 min on 2 shared cores).
+# benchmarks/bench_compile.py, CPU time (user + sys) on 2 cores shared with other work (load 1.6-3):
+# `t3 reproduce t3 --workers 1` took 15.2 s with all of them and the core compiled, 19.2 s with none,
+# 13.9-17.4 s with one of them (two runs of the same case differ by 2-3 s); `--quick`, 3 runs each:
+# 3.3 s with none, 3.0-4.8 s with one, 3.5 s with all; a sample of the tests (tests/ficco, test_engine,
+# test_t3_mechanism, test_schedule_reuse) took 53.3 s from source, 53.2 s with all of them compiled but
+# not the core, 40.5 s with the core too: the core (8-9 s to compile) pays on the tests alone, they do
+# not. (A compiled file of one of these left by an older build is never used: SourceWhenStale imports
+# the source, and the next build removes it.)
+NOT_COMPILED = (
     "t3.sim.schedule",
     "t3.schedules.base",
     "t3.schedules.ficco",
@@ -40,10 +54,11 @@ def engine_env() -> str:
 class SourceWhenStale(importlib.abc.MetaPathFinder):
     """Imports a module of :data:`COMPILED` from its ``.py`` when its compiled file was built from
     another source (or its digest is missing), or when ``T3_ENGINE=python``; otherwise leaves the import
-    to the usual finders (which prefer the compiled file)."""
+    to the usual finders (which prefer the compiled file). A module of :data:`NOT_COMPILED` always
+    comes from its ``.py``, even where an older build left a compiled file beside it."""
 
     def find_spec(self, name, path, target=None):
-        if name not in COMPILED or not path:
+        if not path or (name not in COMPILED and name not in NOT_COMPILED):
             return None
         leaf = name.rpartition(".")[2]
         for d in path:
@@ -55,6 +70,8 @@ class SourceWhenStale(importlib.abc.MetaPathFinder):
             ]
             if not built:
                 return None
+            if name in NOT_COMPILED:  # (left by an older build: its source is what runs now)
+                return importlib.util.spec_from_file_location(name, src)
             if engine_env() != "python":
                 why = stale(built[0], src)
                 if why is None:

@@ -117,3 +117,37 @@ def test_a_hardware_file_out_of_bounds_is_named(tmp_path, capsys):
     code, _, err = cli(capsys, "run", "--hw", str(p))
     assert code == 2
     assert f"hardware '{p}': compute.cus: 1e+09 is outside what any GPU could be" in err, err
+
+
+# ---- a hardware file copied from a preset names itself ------------------------------------------
+def _preset_text(name: str) -> str:
+    return resources.files("t3.config").joinpath("presets", f"{name}.toml").read_text()
+
+
+def test_an_edited_copy_that_keeps_a_presets_name_is_named_after_its_file(tmp_path, capsys):
+    body = _preset_text("paper-80cu")
+    assert "\ncus = 80 " in body
+    p = tmp_path / "my-gpu.toml"
+    p.write_text(body.replace("\ncus = 80 ", "\ncus = 96 "))
+    hw = load_hardware(p)
+    assert hw.name == "my-gpu (from paper-80cu)" and hw.compute.cus == 96
+    assert (
+        load_hardware(p, {"compute.cus": 80}).name == "my-gpu (from paper-80cu)"
+    )  # the file, then overrides
+    code, out, _ = cli(capsys, "run", "--hw", str(p))
+    assert code in (0, None) and "on my-gpu (from paper-80cu)" in out and "on paper-80cu" not in out
+
+
+def test_an_unchanged_copy_is_the_preset_and_a_file_with_its_own_name_keeps_it(tmp_path):
+    same = tmp_path / "copy.toml"
+    same.write_text(_preset_text("h100-8"))
+    assert load_hardware(same).name == "h100-8"
+    own = tmp_path / "x.toml"
+    own.write_text(_preset_text("h100-8").replace('name = "h100-8"', 'name = "lab-h100"'))
+    assert load_hardware(own).name == "lab-h100"
+
+
+def test_a_copy_named_like_its_preset_file_is_named_by_its_path(tmp_path):
+    p = tmp_path / "paper-80cu.toml"
+    p.write_text(_preset_text("paper-80cu").replace("\ncus = 80 ", "\ncus = 96 "))
+    assert load_hardware(p).name == f"{p} (from paper-80cu)"

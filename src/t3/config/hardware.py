@@ -538,6 +538,16 @@ def per_hardware(cache: dict, hw: Hardware, make):
     return value
 
 
+def _own_name(hw: Hardware, path: Path) -> Hardware:
+    """A hardware file that keeps a built-in preset's ``name`` but changes any value is named after
+    the file (``my-gpu (from paper-80cu)``), so no result calls it the preset; an unchanged copy is
+    the preset and keeps its name."""
+    if hw == load_hardware(hw.name):
+        return hw
+    label = path.stem if path.stem != hw.name else str(path)
+    return hw.model_copy(update={"name": f"{label} (from {hw.name})"})
+
+
 def load_hardware(name_or_path: str | Path, overrides: dict[str, Any] | None = None) -> Hardware:
     """Load a preset by name (``paper-80cu``) or a user TOML file by path, then apply overrides."""
     if not isinstance(name_or_path, str | Path):
@@ -549,16 +559,19 @@ def load_hardware(name_or_path: str | Path, overrides: dict[str, Any] | None = N
             f"hardware overrides: expected a table of dotted paths, got {describe_value(overrides)}"
         )
     s = str(name_or_path)
-    path = Path(s)
+    path: Path | None = Path(s)
     if s.endswith(".toml") or path.exists():
         data = read_toml(path, "hardware")
         data.setdefault("name", path.stem)
     else:
+        path = None
         if s not in preset_names():
             raise ConfigError(f"hardware: unknown preset '{s}' (available: {', '.join(preset_names())})")
         text = resources.files("t3.config").joinpath("presets", f"{s}.toml").read_text()
         data = parse_toml(text, f"hardware '{s}'")
     hw = hardware_from_dict(data, s)
+    if path is not None and hw.name in preset_names():
+        hw = _own_name(hw, path)
     if overrides:
         hw = hw.with_overrides(overrides)
     return hw

@@ -6,7 +6,9 @@ import json
 import time
 
 import typer
+from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from t3.cli.common import check_count, fmt_time, force_option
@@ -36,9 +38,28 @@ _J = typer.Option(False, "--json", help="print one JSON object")
 
 
 def _loss(s: float, pct: float) -> str:
+    """A loss as time over its share of the schedule's time (two lines: the table fits 80 columns)."""
     if abs(s) < 1e-12:  # float noise of a difference of two equal times
         s, pct = 0.0, 0.0
-    return f"{fmt_time(s)} ({pct:.1f} %)"
+    return f"{fmt_time(s)}\n{pct:.1f} %"
+
+
+#: ``t3 ficco explore``'s columns (key: the name the legend explains; value: the header, on two lines
+#: where it is wider than its numbers) and what each means.
+EXPLORE_HEADERS = {
+    "schedule": "schedule", "time": "time", "vs bulk": "vs\nbulk", "vs best shard": "vs best\nshard",
+    "decomposition": "decomp-\nosition", "contention": "conten-\ntion",
+}  # fmt: skip
+EXPLORE_LEGEND = {
+    "schedule": "the schedule's name (docs/ficco.md: comm kind, pieces g, split axis, executor, options)",
+    "time": "its simulated time",
+    "vs bulk": "bulk's time / its time (x; > 1x is faster than bulk)",
+    "vs best shard": "the fastest shard-level schedule's time / its time (x; - without one)",
+    "decomposition": "decomposition loss: time the pieces cost over the whole GEMM and collective, and"
+    " its % of the schedule's time",
+    "contention": "contention loss: its time minus its contention-free time, and its % of the"
+    " schedule's time",
+}
 
 
 @ficco_app.command(
@@ -70,22 +91,29 @@ def explore(
     if as_json:
         print(json.dumps({**res, "provenance": provenance(h)}))
         return
-    c = Console(width=140)
-    c.print(f"[bold]{fop.describe()}[/] on {h.name}: GEMM alone {fmt_time(res['gemm_alone_s'])}, "
+    c = Console()  # the terminal's width; 80 columns when the output is not a terminal
+    c.print(f"[bold]{escape(fop.describe())}[/] on {escape(h.name)}: GEMM alone {fmt_time(res['gemm_alone_s'])}, "
             f"collective alone {fmt_time(res['comm_alone_s'])}, bulk {fmt_time(res['bulk_s'])}")  # fmt: skip
-    t = Table(title=f"{len(res['schedules'])} legal schedules ({len(res['skipped'])} skipped), fastest first")
-    for col in ("schedule", "time", "vs bulk", "vs best shard", "decomposition", "contention"):
-        t.add_column(col, justify="left" if col == "schedule" else "right")
+    t = Table(title=f"{len(res['schedules'])} legal schedules ({len(res['skipped'])} skipped), fastest first",
+              box=box.SIMPLE_HEAD, pad_edge=False)  # fmt: skip
+    for col, header in EXPLORE_HEADERS.items():
+        if col == "schedule":
+            t.add_column(header, overflow="fold")
+        else:
+            t.add_column(header, justify="right", no_wrap=True)
     rows = sorted(res["schedules"], key=lambda r: (r["time_s"], r["name"]))
     negative = False
     for r in rows[:top]:
         lo = r["losses"]
         vs = f"{r['speedup_vs_shard']:.3f}x" if r["speedup_vs_shard"] else "-"
         negative |= lo["decomposition_s"] < -1e-12 or lo["contention_s"] < -1e-12
-        t.add_row(r["name"], fmt_time(r["time_s"]), f"{r['speedup_vs_bulk']:.3f}x", vs,
+        t.add_row(escape(r["name"]), fmt_time(r["time_s"]), f"{r['speedup_vs_bulk']:.3f}x", vs,
                   _loss(lo["decomposition_s"], lo["decomposition_pct"]),
                   _loss(lo["contention_s"], lo["contention_pct"]))  # fmt: skip
     c.print(t)
+    c.print("columns:")
+    for col, what in EXPLORE_LEGEND.items():
+        c.print(escape(f"  {col}: {what}"))
     if negative:
         from t3.ficco.losses import NEGATIVE_LOSS
 

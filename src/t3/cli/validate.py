@@ -9,6 +9,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from t3.cli.common import OUTPUT_DIR_RULE, check_output_dir, force_option
@@ -154,28 +155,79 @@ def validate(
     if markdown:
         print(to_markdown(outcomes, summary))
         return
-    c = Console(width=160)
-    t = Table(
-        title=f"{len(outcomes)} published measurements: measured vs predicted (error = predicted / measured - 1; interference: predicted - measured, in points)"
-    )
-    for col in ("row", "role", "hardware", "workload", "measured", "predicted", "unit", "error"):
-        t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left")
+    print_tables(outcomes, summary, plots)
+
+
+#: Every column of the per-row and per-category tables, with what it means (printed as the legend).
+ROW_LEGEND = {
+    "row": "the dataset row's id",
+    "workload": "what was measured, on which hardware preset",
+    "role": "cal = calibration (may be fitted), val = validation (never fitted)",
+    "measured": "the published value, in the unit column's unit",
+    "predicted": "t3's prediction of it, in the same unit",
+    "unit": "the unit of measured and predicted",
+    "error": "predicted / measured - 1 in %; interference rows: predicted - measured in"
+    " percentage points (pp)",
+}
+SUMMARY_LEGEND = {
+    "category": "the kind of measurement",
+    "role": "calibration or validation; blind: its rows written down before any prediction of them"
+    " existed",
+    "rows": "number of rows (count)",
+    "median": "median |error| of the rows, % (pp for interference)",
+    "max": "largest |error| of the rows, % (pp for interference)",
+    "signs": "overlap speed-ups: rows whose prediction agrees with the measurement on gain (> 1x)"
+    " or loss (< 1x), of all such rows",
+}
+
+
+def _legend(c: Console, title: str, legend: dict[str, str]) -> None:
+    c.print(title)
+    for col, what in legend.items():
+        c.print(escape(f"  {col}: {what}"), overflow="fold")
+
+
+def print_tables(outcomes, summary, plots: list[str]) -> None:
+    """The per-row and per-category tables, fitted to the terminal's width (80 columns when the output
+    is not a terminal; COLUMNS=N to change): text cells wrap, numbers never do; a legend follows each."""
+    from rich import box
+
+    c = Console()
+    t = Table(title=f"{len(outcomes)} published measurements: measured vs predicted", box=box.SIMPLE_HEAD,
+              pad_edge=False)  # fmt: skip
+    for col in ROW_LEGEND:
+        if col == "workload":  # shares the row's cell
+            continue
+        if col == "row":
+            t.add_column("row / workload", overflow="fold", ratio=1)
+        else:
+            t.add_column(col, justify="right" if col in ("measured", "predicted", "error") else "left",
+                         no_wrap=True)  # fmt: skip
     for o in outcomes:
-        t.add_row(o.row.id, o.row.role, o.row.hardware, describe(o.row), _fmt(o.measured), _fmt(o.predicted),
-                  o.unit, f"{o.error * 100:+.1f} {err_unit(o.row.category)}")  # fmt: skip
+        t.add_row(escape(f"{o.row.id}\n  {describe(o.row)} ({o.row.hardware})"), o.row.role[:3],
+                  _fmt(o.measured), _fmt(o.predicted), o.unit, f"{o.error * 100:+.1f} {err_unit(o.row.category)}")  # fmt: skip
     c.print(t)
-    s = Table(title="per category: |error| (calibration rows may be fitted, validation rows never are)")
-    for col in ("category", "role", "rows", "median |error|", "max |error|", "worst row", "signs right"):
-        s.add_column(col, justify="right" if col in ("rows", "median |error|", "max |error|") else "left")
+    _legend(c, "columns:", ROW_LEGEND)
+    s = Table(title="per category: |error| (calibration rows may be fitted, validation rows never are)",
+              box=box.SIMPLE_HEAD, pad_edge=False)  # fmt: skip
+    for col in SUMMARY_LEGEND:
+        s.add_column(col, justify="left" if col in ("category", "role") else "right", overflow="fold",
+                     no_wrap=col != "role")  # fmt: skip
+    worst = []
     for g in summary:
         signs = f"{g['sign_right']} / {g['sign_rows']}" if "sign_rows" in g else "-"
         u = err_unit(g["category"])
-        s.add_row(g["category"], g["role"] + (", blind" if g.get("blind") else ""), str(g["rows"]), f"{g['median_abs_error'] * 100:.1f} {u}",
-                  f"{g['max_abs_error'] * 100:.1f} {u}", g["worst"], signs)  # fmt: skip
+        role = g["role"] + (", blind" if g.get("blind") else "")
+        s.add_row(g["category"], role, str(g["rows"]), f"{g['median_abs_error'] * 100:.1f} {u}",
+                  f"{g['max_abs_error'] * 100:.1f} {u}", signs)  # fmt: skip
+        worst.append(f"  {g['category']} ({role}): {g['worst']}")
     c.print(s)
+    _legend(c, "columns:", SUMMARY_LEGEND)
+    c.print("worst row (largest |error|) per category and role:")
+    for w in worst:
+        c.print(escape(w), overflow="fold")
     for p in plots:
-        c.print(f"wrote {p}")
-
+        c.print(escape(f"wrote {p}"), soft_wrap=True)
 
 def to_markdown(outcomes, summary) -> str:
     """The summary and the per-row table as Markdown (what docs/validation.md shows)."""

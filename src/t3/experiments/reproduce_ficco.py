@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import textwrap
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -408,6 +409,13 @@ def _nan(x):
     return None
 
 
+def cell_text_colour(rgba) -> str:
+    """The colour of a number written on a heatmap cell of colour ``rgba``: black on a light cell, white
+    on a dark one (the cell's relative luminance, sRGB weights, against 0.5), so it reads on every cell."""
+    r, g, b = rgba[:3]
+    return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5 else "white"
+
+
 def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
     import matplotlib
 
@@ -417,7 +425,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
     names: list[str] = []
 
     def save(fig, name: str) -> None:
-        fig.savefig(out / name, dpi=110)
+        fig.savefig(out / name, dpi=110, bbox_inches="tight")  # no title or label cut off
         plt.close(fig)
         names.append(name)
 
@@ -444,12 +452,14 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
         ax.set_xticks(range(len(gs)), [str(g) for g in gs])
         ax.set_yticks(range(len(ys)), ys if idx.index(r["index"]) == 0 else [""] * len(ys))
         ax.set_xlabel("compute pieces g", fontsize=7)
-        ax.set_title(f"{r['operator']['label'][:30]}\n{r['hardware']}", fontsize=7)
+        title = "\n".join(textwrap.wrap(r["operator"]["label"], 34) + [r["hardware"]])
+        ax.set_title(title, fontsize=7)
         for y in range(len(ys)):
             for x in range(len(gs)):
                 if not math.isnan(grid[y][x]):
-                    ax.text(x, y, f"{grid[y][x]:.2f}", ha="center", va="center", fontsize=6)
-    fig.subplots_adjust(hspace=0.55)
+                    colour = cell_text_colour(im.cmap(im.norm(grid[y][x])))
+                    ax.text(x, y, f"{grid[y][x]:.2f}", ha="center", va="center", fontsize=6, color=colour)
+    fig.subplots_adjust(hspace=0.75)
     fig.colorbar(im, ax=axes.ravel().tolist(), label="best speedup over bulk (x) per cell")
     save(fig, "design_space_heatmaps.png")
     # 2. loss signatures: decomposition vs contention (% of time) of every schedule, by comm kind

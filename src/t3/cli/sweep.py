@@ -215,6 +215,8 @@ def show_cmd(
 
     if limit < 0:
         raise ConfigError(f"--limit: must be >= 0 (0 = all rows), got {limit}")
+    if columns is not None and not all(c.strip() for c in columns.split(",")):
+        raise ConfigError(f"--columns: expected comma-separated column names, got {columns!r} (an empty name)")
     if store.is_dir():
         raise ConfigError(f"store: '{store}' is a directory, not a .parquet store")
     db = Store(store)
@@ -237,7 +239,7 @@ def show_cmd(
         for c in ("time_s", "breakdown_s.gemm", "breakdown_s.exposed_comm", "dram_bytes_total", "link_bytes")
         if c in df
     ]
-    extra = [c.strip() for c in columns.split(",")] if columns else []
+    extra = [c.strip() for c in columns.split(",")] if columns is not None else []
     for c in extra:
         if c not in df.columns:
             raise ConfigError(f"--columns: unknown column '{c}' (see pandas.read_parquet('{store}').columns)")

@@ -112,6 +112,31 @@ def _moe(c: _Config, family: str) -> dict[str, int]:
             "expert_ffn": width, "shared_ffn": shared * width}  # fmt: skip
 
 
+LLAMA_KEYS = {"hidden": "hidden_size", "layers": "num_hidden_layers", "heads": "num_attention_heads",
+              "kv_heads": "num_key_value_heads", "kv_channels": "head_dim", "ffn": "intermediate_size"}  # fmt: skip
+MOE_KEYS = {
+    "mixtral": {"experts": "num_local_experts", "top_k": "num_experts_per_tok", "expert_ffn": "intermediate_size"},
+    "qwen2_moe": {"experts": "num_experts", "top_k": "num_experts_per_tok", "expert_ffn": "moe_intermediate_size",
+                  "shared_ffn": "shared_expert_intermediate_size"},
+    "deepseek": {"experts": "n_routed_experts", "top_k": "num_experts_per_tok", "expert_ffn": "moe_intermediate_size",
+                 "shared_ffn": "n_shared_experts x moe_intermediate_size"},
+}  # fmt: skip
+MOE_KEYS["qwen3_moe"] = MOE_KEYS["qwen2_moe"]
+
+
+def field_keys(data: dict[str, Any]) -> dict[str, str]:
+    """The config.json key of each ModelSpec field of this family (errors name the key, not the field)."""
+    family = data.get("model_type")
+    if family == "gpt2":
+        ffn = "n_inner" if data.get("n_inner") is not None else "n_inner (default 4 x n_embd)"
+        return {"hidden": "n_embd", "layers": "n_layer", "heads": "n_head", "ffn": ffn}
+    keys = dict(LLAMA_KEYS)
+    if family in MOE_KEYS:
+        keys["ffn"] = "top_k x expert width + shared width"  # derived: no key of its own
+        keys.update(MOE_KEYS[family])
+    return keys
+
+
 def spec_fields(data: dict[str, Any], origin: str) -> dict[str, Any]:
     """The ModelSpec fields of a parsed config.json (raises ConfigError naming the key)."""
     if not isinstance(data, dict):
@@ -173,7 +198,7 @@ def load_hf_config(path: str | Path):
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ConfigError(f"model '{s}': not valid JSON: {err}") from None
     name = p.parent.name if p.name == "config.json" and p.parent.name else p.stem
-    return _spec(name, {**spec_fields(data, s), "tokens": DEFAULT_TOKENS}, s)
+    return _spec(name, {**spec_fields(data, s), "tokens": DEFAULT_TOKENS}, s, field_keys(data))
 
 
 def moe_operator(model, tokens_per_gpu: int, gpus: int = 8, skew: float = 0.0):
@@ -186,6 +211,16 @@ def moe_operator(model, tokens_per_gpu: int, gpus: int = 8, skew: float = 0.0):
         raise WorkloadError(f"model: {model.name} has no experts (not a mixture-of-experts model)")
     if tokens_per_gpu <= 0:
         raise WorkloadError(f"tokens: must be > 0, got {tokens_per_gpu}")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 2:
+        raise WorkloadError(f"gpus: expected an integer >= 2 (the expert-parallel degree), got {gpus!r}")
+    # Megatron-LM asserts num_moe_experts % expert_model_parallel_size == 0: every GPU holds as many experts
+    if model.experts % gpus:
+        ok = [g for g in range(2, model.experts + 1) if model.experts % g == 0]
+        raise WorkloadError(
+            f"gpus: model '{model.name}' has {model.experts} routed experts ({model.key('experts')}), not "
+            f"divisible by {gpus} GPUs of expert parallelism (every GPU holds as many experts, as Megatron-LM "
+            f"requires); valid expert-parallel degrees: {', '.join(map(str, ok)) or 'none'}"
+        )
     return FiccoOperator(
         "moe",
         tokens_per_gpu * model.top_k,

@@ -77,6 +77,67 @@ def _whole(name: str, v: object) -> None:
         raise WorkloadError(f"{name}: expected an integer, got {v!r} ({type(v).__name__})")
 
 
+# Which TP degrees split a model. The rule is Megatron-LM's, as it trains with these sublayers (forward and
+# backward): it asserts num_attention_heads % tp == 0 and num_query_groups % tp == 0 (KV heads), and
+# divides the MLP's intermediate width (of each expert too) by tp. vLLM (inference only) requires
+# total_num_heads % tp == 0 and, for KV heads, kv_heads % tp == 0 or tp % kv_heads == 0: with tp > kv_heads
+# it replicates each KV head on tp / kv_heads GPUs, which would change the ip-bwd width per GPU; t3 does
+# not model that replication. A model with ``split_heads = false`` (the T3 paper's T-NLG and PaLM, whose
+# heads do not divide the paper's TP degrees) is split by width only: K = heads x head_dim / tp.
+MAX_TP = 1024  # the largest TP degree the list of valid degrees goes up to
+
+
+def shard_problem(model: ModelSpec, tp: int) -> str | None:
+    """Why ``model`` cannot be split over ``tp`` GPUs (None: it can), naming the model's own key."""
+
+    def bad(field: str, value: int, why: str) -> str:
+        return f"{model.key(field)} = {value} is not divisible by tp={tp} ({why})"
+
+    if model.split_heads:
+        if model.heads % tp:
+            return bad("heads", model.heads, "every GPU holds whole attention heads, as Megatron-LM requires")
+        if model.kv_heads is not None and model.kv_heads % tp:
+            return bad(
+                "kv_heads", model.kv_heads,
+                "every GPU holds whole KV heads, as Megatron-LM requires; vLLM's replication of KV heads when "
+                "TP > KV heads is not modelled",
+            )  # fmt: skip
+    else:
+        for name, width in (("attention width (heads x head_dim)", model.attn_width),
+                            ("QKV width", model.qkv_width)):  # fmt: skip
+            if width % tp:
+                return f"the {name} {width} is not divisible by tp={tp} (this model is split by width)"
+    if model.expert_ffn is not None:
+        if model.expert_ffn % tp:
+            return bad(
+                "expert_ffn", model.expert_ffn, "each expert's intermediate width is split over the TP group"
+            )
+        if model.shared_ffn % tp:
+            return bad("shared_ffn", model.shared_ffn, "the shared experts' width is split over the TP group")
+    if model.ffn % tp:
+        return bad("ffn", model.ffn, "the MLP's intermediate width is split over the TP group")
+    return None
+
+
+def valid_tps(model: ModelSpec, upto: int = MAX_TP) -> list[int]:
+    """The TP degrees from 2 to ``upto`` that split ``model``."""
+    return [t for t in range(2, upto + 1) if shard_problem(model, t) is None]
+
+
+def check_tp(model: ModelSpec, tp: int) -> None:
+    """Refuses a TP degree that does not split ``model`` (the one check every model/TP pair goes through:
+    :func:`sublayer_operator`), naming the key, its value, the TP and the degrees that do."""
+    why = shard_problem(model, tp)
+    if why is None:
+        return
+    ok = valid_tps(model)
+    listed = ", ".join(map(str, ok)) if ok else "none"
+    raise WorkloadError(
+        f"tp: model '{model.name}' cannot be split over {tp} GPUs: {why}; valid TP degrees for this model "
+        f"(2 to {MAX_TP}): {listed}"
+    )
+
+
 def sublayer_operator(model: ModelSpec, sublayer: str, tp: int, tokens: int | None = None) -> Operator:
     if not isinstance(sublayer, str) or sublayer not in SUBLAYERS:
         raise WorkloadError(f"sublayer: unknown sublayer {sublayer!r} (available: {', '.join(SUBLAYERS)})")
@@ -85,6 +146,7 @@ def sublayer_operator(model: ModelSpec, sublayer: str, tp: int, tokens: int | No
         _whole("tokens", tokens)
     if tp < 2:
         raise WorkloadError(f"tp: must be >= 2, got {tp}")
+    check_tp(model, tp)
     t = model.tokens if tokens is None else tokens
     if t <= 0:
         raise WorkloadError(f"tokens: must be > 0, got {t}")

@@ -47,3 +47,21 @@ def test_the_doc_describes_the_grids_the_code_searches():
             total *= len(values)
         assert total == n, (stage, total)
         assert f"{n} candidates" in DOC, f"docs/calibration.md does not say stage {stage}'s {n} candidates"
+
+
+# docs/validation.md's prose outside the generated blocks quotes preset values: they must be the presets'.
+VALIDATION = (Path(__file__).parents[1] / "docs" / "validation.md").read_text()
+
+
+def test_validation_prose_quotes_the_presets_link_values():
+    from t3.config.hardware import load_hardware
+
+    mi = load_hardware("mi300x-8")
+    m = re.search(r"deliver the (\d+) % of the\s+(\d+) GB/s wire rate", VALIDATION)
+    assert m, "docs/validation.md no longer states MI300X's link share; update this test"
+    assert float(m.group(1)) == round(mi.collective.link_efficiency * 100, 6)
+    assert float(m.group(2)) == mi.link.bandwidth_Bps / 1e9
+    h = load_hardware("h100-8")
+    m = re.search(r"\((\d\.\d+) against `SM90_NVLINK_BW`", VALIDATION)
+    assert m, "docs/validation.md no longer states H100's link share; update this test"
+    assert float(m.group(1)) == h.collective.link_efficiency

@@ -145,3 +145,38 @@ def test_heatmap_text_colour_follows_the_cell_luminance():
     assert cell_text_colour(cmap(0.0)) == "white"
     assert cell_text_colour(cmap(0.5)) == "black"
     assert cell_text_colour(cmap(1.0)) == "white"
+
+
+def test_heatmap_titles_are_whole_and_numbers_read_on_their_cells():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from t3.experiments.reproduce_ficco import design_space_heatmaps
+
+    label = "llama3-70b prefill FC-2 out-projection (TP8+SP), a label longer than thirty characters"
+    speedups = [0.5 + 0.05 * i for i in range(20)]  # from the colour map's dark red to dark green
+    sch = [{"axes": {"comm": "bulk", "executor": "cu", "pieces": 1}, "speedup_vs_bulk": 1.0}]
+    it = iter(speedups)
+    for comm in ("shard", "ficco"):
+        for ex in ("cu", "dma"):
+            for g in (2, 4, 8, 16, 64):
+                sch.append({"axes": {"comm": comm, "executor": ex, "pieces": g}, "speedup_vs_bulk": next(it)})
+    rows = [{"index": 1, "hardware": "mi300x-8", "operator": {"label": label}, "schedules": sch}]
+    fig = design_space_heatmaps(rows, plt)
+    try:
+        ax = fig.axes[0]
+        assert " ".join(ax.get_title().split("\n")[:-1]).replace("- ", "-") == label
+        assert ax.get_title().split("\n")[-1] == "mi300x-8"
+        cmap = matplotlib.colormaps["RdYlGn"]
+        seen = {}
+        for t in ax.texts:
+            v = float(t.get_text())
+            r, g, b, _ = cmap((v - 0.5) / 1.0)
+            light = 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5
+            assert matplotlib.colors.to_hex(t.get_color()) == ("#000000" if light else "#ffffff"), v
+            seen[light] = True
+        assert seen == {True: True, False: True}  # both rules were exercised
+    finally:
+        plt.close(fig)

@@ -416,20 +416,9 @@ def cell_text_colour(rgba) -> str:
     return "black" if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5 else "white"
 
 
-def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names: list[str] = []
-
-    def save(fig, name: str) -> None:
-        fig.savefig(out / name, dpi=110, bbox_inches="tight")  # no title or label cut off
-        plt.close(fig)
-        names.append(name)
-
-    # 1. design-space heatmaps: best speedup over bulk per (comm+executor, pieces), a few cases
+def design_space_heatmaps(rows: list[dict], plt):
+    """Design-space heatmaps: best speedup over bulk per (comm+executor, pieces), a few cases; each
+    case's full label as its title, each number in the colour that reads on its cell."""
     pick = [r for r in rows if r["index"] in (1, 7, 13, 22, 28)] or rows[:1]
     hws = sorted({r["hardware"] for r in pick})
     idx = sorted({r["index"] for r in pick})
@@ -461,7 +450,23 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
                     ax.text(x, y, f"{grid[y][x]:.2f}", ha="center", va="center", fontsize=6, color=colour)
     fig.subplots_adjust(hspace=0.75)
     fig.colorbar(im, ax=axes.ravel().tolist(), label="best speedup over bulk (x) per cell")
-    save(fig, "design_space_heatmaps.png")
+    return fig
+
+
+def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names: list[str] = []
+
+    def save(fig, name: str) -> None:
+        fig.savefig(out / name, dpi=110, bbox_inches="tight")  # no title or label cut off
+        plt.close(fig)
+        names.append(name)
+
+    save(design_space_heatmaps(rows, plt), "design_space_heatmaps.png")
     # 2. loss signatures: decomposition vs contention (% of time) of every schedule, by comm kind
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for comm, col in (("shard", "tab:blue"), ("ficco", "tab:red")):

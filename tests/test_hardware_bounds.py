@@ -151,3 +151,30 @@ def test_a_copy_named_like_its_preset_file_is_named_by_its_path(tmp_path):
     p = tmp_path / "paper-80cu.toml"
     p.write_text(_preset_text("paper-80cu").replace("\ncus = 80 ", "\ncus = 96 "))
     assert load_hardware(p).name == f"{p} (from paper-80cu)"
+
+
+# ---- FiCCO on a one-CU preset (cpu-local) ---------------------------------------------------------
+def test_cu_executor_schedules_are_illegal_when_the_comm_kernel_takes_every_cu():
+    from t3.ficco.space import FiccoOperator, legality, parse_name
+
+    hw = load_hardware("cpu-local")
+    assert hw.compute.cus == 1  # the preset's one GEMM thread; the communication kernel takes at least 1
+    fop = FiccoOperator("gemm-rs", 8192, 4096, 1792, 2, "bf16")
+    why = legality(fop, hw, parse_name("ficco-g2-M-cu"))
+    assert (
+        why
+        == "the cu executor's communication kernel takes 1 of the 1 CUs (compute.cus): none is left for the GEMM"
+    )
+    assert legality(fop, hw, parse_name("ficco-g2-M-dma")) is None
+    assert legality(fop, hw, parse_name("bulk-g1-M-cu")) is None  # bulk: the GEMM has every CU
+    two = load_hardware("cpu-local", {"compute.cus": 2})
+    assert legality(fop, two, parse_name("ficco-g2-M-cu")) is None
+
+
+@pytest.mark.parametrize("extra", [(), ("--gpus", "2"), ("--gpus", "2", "--runtime")])
+def test_ficco_select_on_cpu_local_picks_a_schedule_that_leaves_the_gemm_a_cu(extra, capsys):
+    # it was "error: cus: GEMM needs 1..1 CUs, got 0" (exit 2): the estimate gave the GEMM 1 - 1 CUs
+    code, out, err = cli(capsys, "ficco", "select", "--hw", "cpu-local", *extra)
+    assert code in (0, None), err
+    name = out.split()[0]
+    assert name.startswith("bulk-") or "-dma" in name, out

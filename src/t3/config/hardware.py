@@ -166,7 +166,13 @@ class Link(_Strict):
 
 class Topology(_Strict):
     kind: Literal["ring", "mesh", "switch"] = Field(description="ring, fully-connected mesh, or switch")
-    gpus: int = Field(default=8, gt=1, description="GPUs in the node (default TP degree)")
+    gpus: int = Field(
+        default=8,
+        gt=1,
+        description="GPUs in the node: more GPUs than this are refused, except that a sublayer run"
+        " (t3 run, t3 ficco) on a ring grows the ring to its TP (the T3 paper runs TP 16 and 32 on its"
+        " 8-GPU ring); the GPU count of a collective or overlap given none",
+    )
     bidirectional_ring: bool = Field(
         default=False, description="ring collectives use both directions (halves per-direction bytes)"
     )

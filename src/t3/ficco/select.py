@@ -122,6 +122,8 @@ def features(fop: FiccoOperator, hw: Hardware) -> dict:
     for comm, ex, split, red in itertools.product(comms, ("cu", "dma"), splits, reduces):
         if comm == "shard" and split != "M":
             continue  # a shard-level step carries every K / column block: N such pieces are illegal
+        if ex == "cu" and c.cus - k < 1:
+            continue  # the communication kernel would take every CU (space.no_gemm_cus_left)
         cus = c.cus - k if ex == "cu" else c.cus
         shapes = _gemms(fop, rows, split, n)
         slow = 1.0 if ex == "cu" else (many_cmd if comm == "ficco" else one_cmd)

@@ -268,6 +268,20 @@ def candidates(fop: FiccoOperator) -> list[Axes]:
     return out
 
 
+def no_gemm_cus_left(hw: Hardware, n: int) -> str | None:
+    """Why the cu executor cannot overlap on ``hw`` (its communication kernel would take every CU),
+    else None."""
+    from t3.schedules.ficco import comm_cus
+
+    k = comm_cus(hw, n)
+    if hw.compute.cus - k >= 1:
+        return None
+    return (
+        f"the cu executor's communication kernel takes {k} of the {hw.compute.cus} CUs"
+        " (compute.cus): none is left for the GEMM"
+    )
+
+
 def legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
     """``None`` if the schedule can be built, else the reason it cannot (one line)."""
     n = fop.gpus
@@ -307,6 +321,8 @@ def legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
         return "prefetch depth applies to transfers that feed the GEMM (ag-gemm, moe)"
     if fop.op == "moe" and min(fop.expert_rows()) < n:
         return f"fewer than {n} rows per GPU pair: pieces would be empty"
+    if ax.executor == "cu" and (why := no_gemm_cus_left(hw, n)):
+        return why
     try:
         from t3.schedules.ficco import plan_pieces
 

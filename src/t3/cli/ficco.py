@@ -149,7 +149,7 @@ def select(
     if as_json:
         print(json.dumps({"schedule": name, "features": feats, "provenance": provenance(h)}))
         return
-    c = Console(width=140)
+    c = Console()  # the terminal's width; 80 columns when the output is not a terminal
     c.print(f"[bold]{name}[/] for {fop.describe()} on {h.name} (decided in {dt * 1e3:.2f} ms)")
     for key, v in feats.items():
         if isinstance(v, dict):
@@ -180,7 +180,7 @@ def characterise(
     if as_json:
         print(json.dumps({"hardware": h.name, "gemm": rows, "dma": dma, "provenance": provenance(h)}))
         return
-    c = Console(width=140)
+    c = Console()  # the terminal's width; 80 columns when the output is not a terminal
     t = Table(title=f"decomposition loss on {h.name} (% of the whole GEMM's time, bf16)")
     for col in ("GEMM MxNxK", "whole", "M/8", "M/64", "K/8", "K/64"):
         t.add_column(col, justify="right")

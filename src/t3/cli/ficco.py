@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 
 import typer
@@ -112,8 +113,9 @@ def explore(
                   _loss(lo["contention_s"], lo["contention_pct"]))  # fmt: skip
     c.print(t)
     c.print("columns:")
-    for col, what in EXPLORE_LEGEND.items():
-        c.print(escape(f"  {col}: {what}"))
+    for col, what in EXPLORE_LEGEND.items():  # continuation lines indented under the column's name
+        text = textwrap.fill(f"  {col}: {what}", width=c.width, subsequent_indent="    ", break_on_hyphens=False)
+        c.print(escape(text), soft_wrap=True)
     if negative:
         from t3.ficco.losses import NEGATIVE_LOSS
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -183,8 +184,9 @@ SUMMARY_LEGEND = {
 
 def _legend(c: Console, title: str, legend: dict[str, str]) -> None:
     c.print(title)
-    for col, what in legend.items():
-        c.print(escape(f"  {col}: {what}"), overflow="fold")
+    for col, what in legend.items():  # continuation lines indented under the column's name
+        text = textwrap.fill(f"  {col}: {what}", width=c.width, subsequent_indent="    ", break_on_hyphens=False)
+        c.print(escape(text), soft_wrap=True)
 
 
 def print_tables(outcomes, summary, plots: list[str]) -> None:

@@ -30,7 +30,14 @@ COMPILED: tuple[str, ...] = ()
 # 3.3 s with none, 3.0-4.8 s with one, 3.5 s with all; a sample of the tests (tests/ficco, test_engine,
 # test_t3_mechanism, test_schedule_reuse) took 53.3 s from source, 53.2 s with all of them compiled but
 # not the core, 40.5 s with the core too: the core (8-9 s to compile) pays on the tests alone, they do
-# not. (A compiled file of one of these left by an older build is never used: SourceWhenStale imports
+# not. What they do save is on FiCCO explorations and very large GEMM plans, measured A/B with the ten
+# compiled (an older build's files) against from source, interleaved, user CPU time, same machine and load:
+# `t3 reproduce ficco --limit 12 --workers 1` 60.1 / 63.0 s compiled, 72.8 / 87.8 s from source (about 25 %
+# slower); `t3 run --tokens 4000000 --force` 6.2 / 7.0 s against 7.7 / 8.4 s; `t3 ficco explore` 1.9 / 2.3 s
+# against 2.2 / 2.3 s. Their compilation (190-213 s of CPU) is repaid after about ten such FiCCO
+# reproductions, not by the main job or the tests, so they stay uncompiled; a user who sweeps FiCCO
+# schedules for hours is the case for compiling them again (add them back to COMPILED).
+# (A compiled file of one of these left by an older build is never used: SourceWhenStale imports
 # the source, and the next build removes it.)
 NOT_COMPILED = (
     "t3.sim.schedule",

@@ -178,3 +178,83 @@ def test_ficco_select_on_cpu_local_picks_a_schedule_that_leaves_the_gemm_a_cu(ex
     assert code in (0, None), err
     name = out.split()[0]
     assert name.startswith("bulk-") or "-dma" in name, out
+
+
+# ---- a TP group larger than the topology (topology.gpus) ------------------------------------------
+def _fits(kind: str, gpus: int, tp: int) -> bool:
+    """The rule, stated independently: a mesh or switch holds at most topology.gpus GPUs; a ring holds
+    one node's worth or more whole nodes."""
+    if kind in ("mesh", "switch"):
+        return tp <= gpus
+    return tp <= gpus or tp % gpus == 0
+
+
+@pytest.mark.parametrize("hw_name", ["paper-80cu", "h100-8", "mi300x-8"])
+@pytest.mark.parametrize("gpus", [2, 3, 4, 6, 8])
+@pytest.mark.parametrize("tp", [2, 4, 8, 16, 32])  # mega-gpt-2 splits over these
+def test_tp_above_the_topology_is_refused_naming_tp_and_topology_gpus(hw_name, gpus, tp):
+    from t3.api import resolve
+
+    hw = load_hardware(hw_name, {"topology.gpus": gpus})
+    if _fits(hw.topology.kind, gpus, tp):
+        resolve("mega-gpt-2", tp, "op", "sequential", hw)  # no refusal about the topology
+        return
+    with pytest.raises(ConfigError) as e:
+        resolve("mega-gpt-2", tp, "op", "sequential", hw)
+    msg = str(e.value)
+    assert msg.startswith(f"tp: {tp} GPUs ") and f"(topology.gpus = {gpus}" in msg, msg
+
+
+def test_the_paper_tps_on_its_8_gpu_ring_still_run():
+    from t3.api import resolve
+
+    for tp in (8, 16, 32):
+        resolve("mega-gpt-2", tp, "op", "sequential", "paper-80cu")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("--hw", "paper-80cu", "--set", "topology.gpus=3", "--tp", "8"),
+            "error: tp: 8 GPUs are not whole nodes of the ring of hardware 'paper-80cu' (topology.gpus = 3):"
+            " a ring above one node spans whole nodes (tp <= 3 or a multiple of 3: 6 or 9)",
+        ),
+        (
+            ("--hw", "h100-8", "--set", "topology.gpus=3", "--tp", "8"),
+            "error: tp: 8 GPUs exceed the switch of 3 GPUs in hardware 'h100-8'"
+            " (topology.gpus = 3: a switch connects no more)",
+        ),
+        (
+            ("--hw", "mi300x-8", "--tp", "16"),
+            "error: tp: 16 GPUs exceed the mesh of 8 GPUs in hardware 'mi300x-8'"
+            " (topology.gpus = 8: a mesh connects no more)",
+        ),
+    ],
+)
+def test_run_refuses_a_tp_the_topology_cannot_hold(args, message, capsys):
+    code, out, err = cli(capsys, "run", *args)
+    assert code == 2 and out == ""
+    assert err.strip() == message
+
+
+def test_a_sweep_point_whose_tp_the_topology_cannot_hold_is_refused_before_any_run(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'name = "tp-vs-gpus"\n[base]\nmodel = "mega-gpt-2"\nhardware = "paper-80cu"\nsublayer = "op"\n'
+        'config = "sequential"\n[grid]\ntp = [8]\n"hardware.topology.gpus" = [8, 3]\n'
+    )
+    store = tmp_path / "s.parquet"
+    code, out, err = cli(capsys, "sweep", str(spec), "--store", str(store))
+    assert code == 2
+    assert "point 1 (tp=8, hardware.topology.gpus=3): tp: 8 GPUs are not whole nodes of the ring" in err, err
+    assert not store.exists()
+
+
+def test_ficco_refuses_gpus_the_topology_cannot_hold(capsys):
+    code, _, err = cli(capsys, "ficco", "select", "--hw", "paper-80cu", "--gpus", "12", "--m", "12288")
+    assert code == 2
+    assert err.strip() == (
+        "error: gpus: 12 GPUs are not whole nodes of the ring of hardware 'paper-80cu' (topology.gpus = 8):"
+        " a ring above one node spans whole nodes (gpus <= 8 or a multiple of 8: 8 or 16)"
+    )

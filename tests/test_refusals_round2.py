@@ -244,7 +244,8 @@ def test_projection_with_every_cell_na_is_an_error():
         project(t, load_hardware("h100-8"), gpus=64)
     msg = str(e.value)
     assert f"none of its {len(t.pairs)} pairs could be predicted on hardware 'h100-8'" in msg, msg
-    assert msg.endswith("tp: 64 GPUs exceed the switch of 8 GPUs in hardware 'h100-8'"), msg
+    want = "tp: 64 GPUs exceed the switch of 8 GPUs in hardware 'h100-8' (topology.gpus = 8: a switch connects no more)"
+    assert msg.endswith(want), msg
 
 
 @pytest.mark.parametrize("workers", ["99999999999", "257"])

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from t3 import size
-from t3.config.hardware import Hardware, load_hardware
+from t3.config.hardware import Hardware, load_hardware, tp_refusal
 from t3.errors import ConfigError, SimulationError
 from t3.schedules import Outcome, RunOptions, get_config
 from t3.workload import get_model, sublayer_operator
@@ -37,6 +37,8 @@ def resolve(
     if hw_overrides:
         hw = hw.with_overrides(hw_overrides)
     op = sublayer_operator(get_model(model), sublayer, tp, tokens)
+    if why := tp_refusal(hw, op.tp):  # the TP group must fit the hardware's topology
+        raise ConfigError(why)
     return op, hw, spec
 
 

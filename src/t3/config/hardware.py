@@ -439,6 +439,30 @@ def check_bounds(hw: BaseModel) -> None:
                 )
 
 
+def tp_refusal(hw: Hardware, n: int, field: str = "tp") -> str | None:
+    """Why ``n`` GPUs cannot form one tensor-parallel group on ``hw`` (one line naming ``field`` and
+    ``topology.gpus``), else None. A mesh or switch connects no more than ``topology.gpus`` GPUs. A ring
+    above one node spans whole nodes of ``topology.gpus`` GPUs joined by the same links (the T3 paper's
+    TP 16 and 32 on its 8-GPU ring), so its TP is at most one node or a multiple of one: 8 GPUs on a
+    ring of 3-GPU nodes are no such group."""
+    topo = hw.topology
+    g = topo.gpus
+    if n <= g:
+        return None
+    if topo.kind in ("mesh", "switch"):
+        return (
+            f"{field}: {n} GPUs exceed the {topo.kind} of {g} GPUs in hardware '{hw.name}'"
+            f" (topology.gpus = {g}: a {topo.kind} connects no more)"
+        )
+    if n % g:
+        return (
+            f"{field}: {n} GPUs are not whole nodes of the ring of hardware '{hw.name}' (topology.gpus = {g}):"
+            f" a ring above one node spans whole nodes ({field} <= {g} or a multiple of {g}:"
+            f" {n // g * g} or {(n // g + 1) * g})"
+        )
+    return None
+
+
 class Hardware(_Strict):
     name: str
     description: str = ""

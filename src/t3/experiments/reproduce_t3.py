@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from t3.config.hardware import load_hardware
+from t3.config.hardware import load_hardware, tp_refusal
 from t3.errors import ConfigError, PointsFailed, T3Error
 from t3.experiments import endtoend
 from t3.schedules import CONFIGS
@@ -118,11 +118,9 @@ class Plan:
         hw = load_hardware(self.hardware, self.hw_overrides or None)
         topo = hw.topology
         for tp in (*self.tps, *(self.large_tps if self.large_models else ())):
-            if topo.kind in ("mesh", "switch") and tp > topo.gpus:
-                raise ConfigError(
-                    f"tp: {tp} GPUs exceed the {topo.kind} of {topo.gpus} GPUs of hardware '{hw.name}' "
-                    "(the T3 evaluation needs TP 8, 16 and 32; use a ring preset such as paper-80cu)"
-                )
+            if why := tp_refusal(hw, tp):
+                hint = "; use a ring preset such as paper-80cu" if topo.kind != "ring" else ""
+                raise ConfigError(f"{why} (the T3 evaluation needs TP 8, 16 and 32{hint})")
         for m in (*self.models, *self.large_models):
             spec = get_model(m)
             tps = self.tps if m in self.models else self.large_tps

@@ -62,7 +62,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from t3.config.hardware import Hardware
+from t3.config.hardware import Hardware, tp_refusal
 from t3.errors import ConfigError, ScheduleError
 from t3.workload.sublayers import DTYPE_BYTES
 
@@ -230,10 +230,8 @@ def parse_name(name: str) -> Axes:
 def check_fits(fop: FiccoOperator, hw: Hardware) -> None:
     """One-line :class:`ConfigError` (naming the field) if ``fop`` cannot run on ``hw`` at all."""
     kind = hw.topology.kind
-    if kind in ("mesh", "switch") and fop.gpus > hw.topology.gpus:
-        raise ConfigError(
-            f"gpus: {fop.gpus} GPUs exceed the {kind} of {hw.topology.gpus} GPUs of '{hw.name}'"
-        )
+    if why := tp_refusal(hw, fop.gpus, "gpus"):
+        raise ConfigError(why)
     if fop.op == "moe" and kind == "ring":
         raise ConfigError(
             f"op: moe (all-to-all) is modelled on mesh and switch topologies only, '{hw.name}' is a ring"
@@ -299,8 +297,8 @@ def legality(fop: FiccoOperator, hw: Hardware, ax: Axes) -> str | None:
     why = _fused_legality(fop, hw, ax) or _handshake_legality(fop, hw, ax)
     if why:
         return why
-    if topo in ("mesh", "switch") and n > hw.topology.gpus:
-        return f"{n} GPUs exceed the {topo} of {hw.topology.gpus} GPUs"
+    if why := tp_refusal(hw, n, "gpus"):
+        return why.removeprefix("gpus: ")
     if fop.op == "moe" and topo == "ring":
         return "all-to-all is modelled on mesh and switch topologies only"
     if ax.comm == "bulk":

@@ -20,7 +20,7 @@ from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from t3.config.hardware import Hardware
+from t3.config.hardware import Hardware, tp_refusal
 from t3.errors import ScheduleError
 from t3.sim.memory import HbmTiming
 
@@ -160,11 +160,8 @@ class ScheduleBuilder:
     def __init__(self, name: str, hw: Hardware, n_gpus: int, symmetric: bool = True):
         if n_gpus < 2:
             raise ScheduleError(f"gpus: need at least 2 GPUs, got {n_gpus}")
-        topo = hw.topology.kind
-        if topo in ("mesh", "switch") and n_gpus > hw.topology.gpus:
-            raise ScheduleError(
-                f"tp: {n_gpus} GPUs exceed the {topo} of {hw.topology.gpus} GPUs in hardware '{hw.name}'"
-            )
+        if why := tp_refusal(hw, n_gpus):
+            raise ScheduleError(why)
         self.name = name
         self.hw = hw
         self.n = n_gpus

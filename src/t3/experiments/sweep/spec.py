@@ -382,6 +382,7 @@ def _operator(
 def _resolve(point: dict[str, Any]) -> tuple[_Resolved, Any]:
     """Same checks, in the same order, as :func:`t3.api.resolve` (config, hardware, workload), cached;
     then the options and the configuration's parameters (:meth:`ConfigSpec.check`)."""
+    from t3.config.hardware import tp_refusal
     from t3.schedules import RunOptions, get_config
 
     p = point
@@ -391,6 +392,8 @@ def _resolve(point: dict[str, Any]) -> tuple[_Resolved, Any]:
         name, _stamp(name), json.dumps(p.get("hw_overrides") or {}, sort_keys=True)
     )
     op, opd = _operator(model, _stamp(model), p["sublayer"], p["tp"], p["tokens"])
+    if why := tp_refusal(hw, op.tp):
+        raise ConfigError(why)
     opts = RunOptions(**(p.get("options") or {}))
     spec.check(opts)
     return _Resolved(op, hw, opd, hwd, cols, sha), opts

@@ -170,8 +170,9 @@ class Topology(_Strict):
         default=8,
         gt=1,
         description="GPUs in the node: more GPUs than this are refused, except that a sublayer run"
-        " (t3 run, t3 ficco) on a ring grows the ring to its TP (the T3 paper runs TP 16 and 32 on its"
-        " 8-GPU ring); the GPU count of a collective or overlap given none",
+        " (t3 run, sweeps, t3 ficco) on a ring spans whole nodes of this many GPUs (the T3 paper runs TP 16"
+        " and 32 on its 8-GPU ring; a TP above it must be a multiple of it: tp_refusal); the GPU count of a"
+        " collective or overlap given none",
     )
     bidirectional_ring: bool = Field(
         default=False, description="ring collectives use both directions (halves per-direction bytes)"

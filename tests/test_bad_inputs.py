@@ -49,6 +49,8 @@ MODEL_FILES = {
     "unknown": MODEL + "foo = 1\n",
     "table": MODEL + "[sub]\nx = 1\n",
     "ffn_nodiv": MODEL.replace("ffn = 4096", "ffn = 4097"),
+    # GPT-3's widths and tokens with 4096 heads: splits over 4096 GPUs (GPT-3's 96 heads do not)
+    "tp4096": "hidden = 12288\nlayers = 96\nheads = 4096\nffn = 49152\ntokens = 12288\n",
 }
 SWEEP_FILES = {
     "unknown_top": SPEC + "foo = 1\n",
@@ -67,7 +69,7 @@ SWEEP_FILES = {
     "jitter_neg": SPEC + '"options.jitter" = [-1.0]\n',
     "seed_float": SPEC + '"options.seed" = [1.5]\n',
     "comm_cus0": SPEC + '"options.comm_cus" = [0]\n',
-    "tp4096": SPEC.replace('model = "t-nlg"', 'model = "gpt-3"')
+    "tp4096": SPEC.replace('model = "t-nlg"', 'model = "m_tp4096.toml"')
     .replace("tokens = 1024", "tokens = 12288")
     .replace('"sequential"', '"t3"')
     + "tp = [4096]\n",
@@ -169,8 +171,8 @@ CASES = [
     (("run", "--set", "compute.matrix_flops_per_clk_per_cu.fp99=5"), "fp99: unknown field"),
     (("run", "--set", "link.bandwidth_Bps=1e-300"), "link.bandwidth_Bps: 1e-300 B/s is outside"),
     # pathological sizes: refused in well under a second, unless --force
-    (("run", "--model", "gpt-3", "--tp", "4096", "--config", "t3"), "size: about"),
-    (("run", "--model", "gpt-3", "--tp", "4096", "--all-gpus"), "size: about"),
+    (("run", "--model", "{model:tp4096}", "--tp", "4096", "--config", "t3"), "size: about"),
+    (("run", "--model", "{model:tp4096}", "--tp", "4096", "--all-gpus"), "size: about"),
     (("run", "--set", "compute.tile_m=1", "--set", "compute.tile_n=1"), "size: about"),
     (("run", "--tokens", "8000000000"), "size: about"),
     # hardware TOML
@@ -203,7 +205,7 @@ CASES = [
     (("run", "--model", "{model:tokens_float}"), "tokens: Input should be a valid integer"),
     (("run", "--model", "{model:unknown}"), "foo: unknown field"),
     (("run", "--model", "{model:table}"), "sub: unknown field"),
-    (("run", "--model", "{model:ffn_nodiv}"), "K dimension 4097 is not divisible by tp=8"),
+    (("run", "--model", "{model:ffn_nodiv}"), "ffn = 4097 is not divisible by tp=8"),
     # sweep spec TOML and options
     (("sweep", "{sweep:unknown_top}", "--store", "{store}"), "foo: unknown"),
     (("sweep", "{sweep:base_unknown}", "--store", "{store}"), "base.foo: unknown parameter"),
@@ -310,8 +312,8 @@ def test_force_runs_past_the_size_guard(capsys, monkeypatch):
     "model,tp,config,overrides,symmetric",
     [
         ("t-nlg", 8, "sequential", {}, True), ("t-nlg", 8, "t3-mca", {}, True),
-        ("t-nlg", 8, "t3", {}, False), ("gpt-3", 64, "sequential", {}, True),
-        ("gpt-3", 128, "t3", {}, True), ("t-nlg", 8, "concurrent", {"compute.tile_m": 32}, True),
+        ("t-nlg", 8, "t3", {}, False), ("gpt-3", 96, "sequential", {}, True),
+        ("mt-nlg", 128, "t3", {}, True), ("t-nlg", 8, "concurrent", {"compute.tile_m": 32}, True),
         ("mega-gpt-2", 16, "ideal-gemm-rs-overlap", {"compute.tile_n": 32}, False),
         ("t-nlg", 8, "ideal-rs-nmc", {"compute.tile_m": 16, "compute.tile_n": 16}, True),
     ],

@@ -71,8 +71,9 @@ class ModelSpec(BaseModel):
 
         if self.kv_channels is None and self.hidden % self.heads:
             raise ValueError(
-                f"{k('heads')}: hidden width {self.hidden} ({k('hidden')}) does not split into {self.heads} heads "
-                f"(head dim {self.hidden / self.heads:g} is not a whole number)"
+                f"{k('heads')}: hidden width {self.hidden} does not split into {self.heads} heads "
+                f"(head dim {self.hidden / self.heads:g} is not a whole number"
+                + (f"; {k('hidden')} / {k('heads')})" if keys else ")")
             )
         kv = self.kv_heads
         if kv is not None and (kv > self.heads or self.heads % kv):

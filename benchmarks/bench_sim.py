@@ -32,7 +32,7 @@ CASES = [
     ("t-nlg", 8, "fc2", "t3-mca", "paper-80cu", True),
     ("t-nlg", 16, "op", "t3-mca", "paper-80cu", True),
     ("gpt-3", 32, "fc2", "t3-mca", "paper-80cu", True),
-    ("llama-3-405b", 32, "fc2", "t3-mca", "paper-80cu", True),
+    ("mt-nlg", 32, "fc2", "t3-mca", "paper-80cu", True),  # (Llama 3 405B: 8 KV heads, TP <= 8)
     ("t-nlg", 8, "fc2", "t3-mca", "paper-80cu", False),
 ]
 

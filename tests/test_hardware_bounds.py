@@ -258,3 +258,21 @@ def test_ficco_refuses_gpus_the_topology_cannot_hold(capsys):
         "error: gpus: 12 GPUs are not whole nodes of the ring of hardware 'paper-80cu' (topology.gpus = 8):"
         " a ring above one node spans whole nodes (gpus <= 8 or a multiple of 8: 8 or 16)"
     )
+
+
+@pytest.mark.parametrize("hw_name", ["paper-80cu", "h100-8", "mi300x-8"])
+@pytest.mark.parametrize("gpus", [4, 12, 16])
+def test_api_collective_and_overlap_follow_the_same_topology_rule(hw_name, gpus):
+    """t3.api.collective / overlap take the group size t3 run's TP may take on the same hardware (a ring
+    of whole nodes above one node): they refused any group above topology.gpus, even the paper's ring."""
+    from t3 import api
+
+    hw = load_hardware(hw_name)
+    calls = (lambda: api.collective("reduce_scatter", 1 << 20, gpus=gpus, hardware=hw_name),
+             lambda: api.overlap("gemm-rs", 4096, 1024, 1024, gpus=gpus, hardware=hw_name))  # fmt: skip
+    for call in calls:
+        if _fits(hw.topology.kind, hw.topology.gpus, gpus):
+            assert call()["time_s"] > 0
+        else:
+            with pytest.raises(ConfigError, match=rf"^gpus: {gpus} GPUs .*\(topology.gpus = 8"):
+                call()

@@ -172,10 +172,8 @@ def _check_gpus(gpus: Any, hw: Hardware) -> int:
     from t3.errors import ConfigError
 
     n = _check_int("gpus", gpus, 2)
-    if n > hw.topology.gpus:
-        raise ConfigError(
-            f"gpus: {n} GPUs exceed the {hw.topology.kind} of {hw.topology.gpus} GPUs of '{hw.name}'"
-        )
+    if why := tp_refusal(hw, n, "gpus"):  # the rule t3 run's TP follows (whole nodes on a ring)
+        raise ConfigError(why)
     return n
 
 

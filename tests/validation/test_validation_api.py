@@ -77,7 +77,7 @@ def test_overlap_runs_the_named_schedule_and_best_is_the_fastest():
         (lambda: api.collective("all_reduce", 1.5e6), "nbytes: must be an integer"),
         (
             lambda: api.collective("all_reduce", MiB, gpus=16),
-            "gpus: 16 GPUs exceed the switch of 8 GPUs of 'h100-8'",
+            "gpus: 16 GPUs exceed the switch of 8 GPUs in hardware 'h100-8'",
         ),
         (lambda: api.collective("all_reduce", MiB, gpus=1), "gpus: must be >= 2"),
         (

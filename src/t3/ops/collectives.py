@@ -832,10 +832,10 @@ def simulate_collective(
         raise ConfigError(f"nbytes: must be a finite number > 0, got {nbytes!r}")
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 2:
         raise ConfigError(f"gpus: must be an integer >= 2, got {gpus!r}")
-    if gpus > hw.topology.gpus:
-        raise ConfigError(
-            f"gpus: {gpus} exceed the {hw.topology.gpus} GPUs of hardware '{hw.name}' (topology.gpus)"
-        )
+    from t3.config.hardware import tp_refusal
+
+    if why := tp_refusal(hw, gpus, "gpus"):  # the rule t3 run's TP follows (whole nodes on a ring)
+        raise ConfigError(why)
     if executor not in ("cu", "dma"):
         raise ConfigError(f"executor: unknown executor '{executor}' (cu, dma)")
     if op == "all_to_all" and hw.topology.kind == "ring":

@@ -144,20 +144,33 @@ MARKERS = {
 
 
 def test_the_folders_file_lists_are_the_files_the_commands_write():
-    """An independent reading of the writers' sources: every literal file name they write into the folder
-    is in the list the check protects (a new figure must not slip past it)."""
+    """An independent reading of the writers' sources: every file they write into the folder is in the
+    list the check protects (a new figure must not slip past it): a literal name, or one of the writer's
+    FIGURES, which the list takes; a figure written under a literal name outside FIGURES is caught too."""
     import re
 
     from t3.cli.common import _names
+    from t3.experiments import reproduce_ficco, reproduce_t3
 
     written = {
-        "reproduce-t3": (SRC / "experiments" / "figures.py", r'out / "([\w.]+)"'),
-        "reproduce-ficco": (SRC / "experiments" / "reproduce_ficco.py", r'save\(fig, "([\w.]+)"\)'),
-        "trace-project": (SRC / "cli" / "trace.py", r'folder / "([\w.]+)"'),
-    }
-    for kind, (src, pattern) in written.items():
-        found = set(re.findall(pattern, src.read_text()))
+        "reproduce-t3": (SRC / "experiments" / "figures.py", r'out / "([\w.]+)"', r'out / FIGURES\["(\w+)"\]',
+                         lambda k: reproduce_t3.FIGURES[k]),
+        "reproduce-ficco": (SRC / "experiments" / "reproduce_ficco.py", r'save\(\w+(?:\(.*\))?, "([\w.]+)"\)',
+                            r"save\(.*, FIGURES\[(\d+)\]\)", lambda i: reproduce_ficco.FIGURES[int(i)]),
+        "trace-project": (SRC / "cli" / "trace.py", r'folder / "([\w.]+)"', None, None),
+    }  # fmt: skip
+    for kind, (src, literal, named, name) in written.items():
+        text = src.read_text()
+        found = set(re.findall(literal, text))
+        if named is not None:
+            keys = re.findall(named, text)
+            assert len(keys) == len(set(keys)) and keys, (kind, keys)
+            found |= {name(k) for k in keys}
         assert found and found <= set(_names(kind)), (kind, found - set(_names(kind)))
+    assert len(re.findall(r"out / FIGURES", (SRC / "experiments" / "figures.py").read_text())) == 6
+    assert (
+        len(re.findall(r"save\(", (SRC / "experiments" / "reproduce_ficco.py").read_text())) == 5
+    )  # def + 4
     assert {"t3.json", "report.md"} <= set(_names("reproduce-t3"))
     assert {"ficco.json", "report.md", "schedules.parquet"} <= set(_names("reproduce-ficco"))
     from t3.validation.dataset import CATEGORIES

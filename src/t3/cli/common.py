@@ -155,22 +155,18 @@ def _is_png(p: Path) -> bool:
 
 # The folders a command writes: the files it puts there, and the file (with its check) that says the folder
 # holds an earlier output of the same command. Only those files are ever replaced; others are not touched.
-_FIGS_T3 = ("speedup_main.png", "dram_traffic.png", "speedup_large.png", "hbm_timeline.png", "end_to_end.png",
-            "sensitivity.png")  # fmt: skip
-_FIGS_FICCO = ("design_space_heatmaps.png", "loss_signatures.png", "decomposition_characterisation.png",
-               "selection.png")  # fmt: skip
 OUTPUT_DIRS: dict[str, tuple[str, str | None, Any, tuple[str, ...]]] = {
     "reproduce-t3": (
         "t3 reproduce t3",
         "t3.json",
-        lambda p: OUTPUT_KINDS["reproduce-json"][1](p),
-        ("t3.json", "report.md", *_FIGS_T3),
+        OUTPUT_KINDS["reproduce-json"][1],
+        ("t3.json", "report.md"),  # and the figures (_names)
     ),
     "reproduce-ficco": (
         "t3 reproduce ficco",
         "ficco.json",
         lambda p: {"provenance", "evaluation", "rules_shipped"} <= set(_json_object(p)),
-        ("ficco.json", "report.md", "schedules.parquet", *_FIGS_FICCO),
+        ("ficco.json", "report.md", "schedules.parquet"),  # and the figures (_names)
     ),
     "trace-project": (
         "t3 trace project",
@@ -184,10 +180,19 @@ OUTPUT_DIRS: dict[str, tuple[str, str | None, Any, tuple[str, ...]]] = {
 
 
 def _names(kind: str) -> tuple[str, ...]:
+    """The files ``kind`` writes in its folder, the figures named where they are drawn."""
     if kind == "validate-plot":  # t3.validation.plots.write_plots
         from t3.validation.dataset import CATEGORIES
 
         return tuple(f"validate-{c}.png" for c in CATEGORIES)
+    if kind == "reproduce-t3":
+        from t3.experiments.reproduce_t3 import FIGURES
+
+        return (*OUTPUT_DIRS[kind][3], *FIGURES.values())
+    if kind == "reproduce-ficco":
+        from t3.experiments.reproduce_ficco import FIGURES as FICCO_FIGURES
+
+        return (*OUTPUT_DIRS[kind][3], *FICCO_FIGURES)
     return OUTPUT_DIRS[kind][3]
 
 

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from t3.experiments.reproduce_t3 import COMPARED, DRAM_CATS, key  # noqa: E402
+from t3.experiments.reproduce_t3 import COMPARED, DRAM_CATS, FIGURES, key  # noqa: E402
 
 COLORS = {
     "ideal-gemm-rs-overlap": "#9e9e9e",
@@ -183,25 +183,25 @@ def make_all(doc: dict[str, Any], out: Path, workers: int | None = 1) -> list[st
     out.mkdir(parents=True, exist_ok=True)
     missing = doc["configs"]["missing"]
     jobs: list[tuple[str, tuple]] = [
-        ("speedup_bars", (doc["points"], out / "speedup_main.png",
+        ("speedup_bars", (doc["points"], out / FIGURES["main"],
                           "Sublayer speedup over Sequential: Mega-GPT-2 (MG2), T-NLG (TNLG)", missing)),
-        ("dram_stacked", (doc["points"], out / "dram_traffic.png", missing)),
+        ("dram_stacked", (doc["points"], out / FIGURES["dram"], missing)),
     ]  # fmt: skip
     if doc["large_points"]:
         jobs.append(
             (
                 "speedup_bars",
-                (doc["large_points"], out / "speedup_large.png", "Sublayer speedup, TP 32 models", missing),
+                (doc["large_points"], out / FIGURES["large"], "Sublayer speedup, TP 32 models", missing),
             )
         )
     if doc["timeline"]:
         jobs.append(
-            ("hbm_timeline", (doc["timeline"], out / "hbm_timeline.png", doc.get("timeline_label", "")))
+            ("hbm_timeline", (doc["timeline"], out / FIGURES["timeline"], doc.get("timeline_label", "")))
         )
     if doc["end_to_end"]["per_model"]:
-        jobs.append(("end_to_end", (doc["end_to_end"], out / "end_to_end.png")))
+        jobs.append(("end_to_end", (doc["end_to_end"], out / FIGURES["end_to_end"])))
     if doc["sensitivity"]:
-        jobs.append(("sensitivity", (doc["sensitivity"], out / "sensitivity.png")))
+        jobs.append(("sensitivity", (doc["sensitivity"], out / FIGURES["sensitivity"])))
     # the slowest figure first keeps both workers busy
     jobs.sort(key=lambda j: j[0] != "sensitivity")
     names = pmap(_render, jobs, workers=workers, progress=False, chunksize=1)

@@ -453,6 +453,11 @@ def design_space_heatmaps(rows: list[dict], plt):
     return fig
 
 
+# the figures :func:`figures` writes (the CLI's output-folder rule replaces only these)
+FIGURES = ("design_space_heatmaps.png", "loss_signatures.png", "decomposition_characterisation.png",
+           "selection.png")  # fmt: skip
+
+
 def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
     import matplotlib
 
@@ -466,7 +471,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
         plt.close(fig)
         names.append(name)
 
-    save(design_space_heatmaps(rows, plt), "design_space_heatmaps.png")
+    save(design_space_heatmaps(rows, plt), FIGURES[0])
     # 2. loss signatures: decomposition vs contention (% of time) of every schedule, by comm kind
     fig, ax = plt.subplots(figsize=(6, 4.5))
     for comm, col in (("shard", "tab:blue"), ("ficco", "tab:red")):
@@ -482,7 +487,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
     ax.set_xlim(-5, 150)
     ax.legend()
     ax.set_title("loss signatures of each case's best shard-level and FiCCO schedule", fontsize=10)
-    save(fig, "loss_signatures.png")
+    save(fig, FIGURES[1])
     # 3. characterisation curves
     fig, axs = plt.subplots(1, 2, figsize=(10, 4))
     for ax, (h, rs) in zip(axs, char.items(), strict=True):
@@ -497,7 +502,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
         ax.set_title(h)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    save(fig, "decomposition_characterisation.png")
+    save(fig, FIGURES[2])
     # 4. the shipped selector's pick against the exhaustive best, per case (speedup over bulk)
     fig, ax = plt.subplots(figsize=(5.6, 5))
     cs = ev["cases"]
@@ -517,7 +522,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
     ax.set_title("schedule selection per case", fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    save(fig, "selection.png")
+    save(fig, FIGURES[3])
     return names
 
 

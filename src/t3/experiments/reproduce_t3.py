@@ -32,6 +32,11 @@ PAPER_CONFIGS = ("sequential", "t3", "t3-mca", "ideal-gemm-rs-overlap", "ideal-r
 COMPARED = ("ideal-gemm-rs-overlap", "ideal-rs-nmc", "t3", "t3-mca")
 SUBLAYERS = ("op", "fc2", "fc1-bwd", "ip-bwd")
 DRAM_CATS = tuple(c for c in DRAM_CATEGORIES if not c.startswith("a2a"))
+# the figures t3.experiments.figures.make_all writes (the CLI's output-folder rule replaces only these)
+FIGURES = {
+    "main": "speedup_main.png", "dram": "dram_traffic.png", "large": "speedup_large.png",
+    "timeline": "hbm_timeline.png", "end_to_end": "end_to_end.png", "sensitivity": "sensitivity.png",
+}  # fmt: skip
 
 
 def key(config: str) -> str:
@@ -791,7 +796,9 @@ def check_size(plan: Plan, tasks: list[dict], force: bool = False) -> None:
         except T3Error as err:
             raise type(err)(f"{describe_task(t)}: {err}") from None
         total += w  # simulated ops and planned waves both count (Work.cost)
-    size.check(size.Work(total.ops, f"{len(tasks)} tasks", total.planned), force=force, limit=size.LIMIT_TOTAL_OPS)
+    size.check(
+        size.Work(total.ops, f"{len(tasks)} tasks", total.planned), force=force, limit=size.LIMIT_TOTAL_OPS
+    )
 
 
 def reproduce(

@@ -36,7 +36,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from t3.config.hardware import Hardware
-from t3.ficco.space import Axes, FiccoOperator, check_fits, legality
+from t3.ficco.space import Axes, FiccoOperator, check_fits, legality, no_gemm_cus_left
 from t3.schedules.ficco import comm_cus, gemm_plan
 from t3.workload.sublayers import GemmShape
 
@@ -119,11 +119,10 @@ def features(fop: FiccoOperator, hw: Hardware) -> dict:
     splits = {"ag-gemm": ("M", "K"), "gemm-rs": ("N",), "moe": ("M",)}[fop.op]
     comms = ("ficco",) if topo in ("mesh", "ring") else ("ficco", "shard")
     reduces = ("inc", "rb") if rs and topo != "ring" else ("inc",)
-    for comm, ex, split, red in itertools.product(comms, ("cu", "dma"), splits, reduces):
+    executors = ("cu", "dma") if no_gemm_cus_left(hw, n) is None else ("dma",)  # (space's legality rule)
+    for comm, ex, split, red in itertools.product(comms, executors, splits, reduces):
         if comm == "shard" and split != "M":
             continue  # a shard-level step carries every K / column block: N such pieces are illegal
-        if ex == "cu" and c.cus - k < 1:
-            continue  # the communication kernel would take every CU (space.no_gemm_cus_left)
         cus = c.cus - k if ex == "cu" else c.cus
         shapes = _gemms(fop, rows, split, n)
         slow = 1.0 if ex == "cu" else (many_cmd if comm == "ficco" else one_cmd)

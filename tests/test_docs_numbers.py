@@ -38,7 +38,7 @@ def test_the_doc_describes_the_grids_the_code_searches():
                 assert listed[:i] == [f"{v:.2f}" for v in values[:i]] and listed[-1] == f"{values[-1]:.2f}", (
                     knob, listed, values)
                 step = round(values[1] - values[0], 10)
-                assert all(round(b - a, 10) == step for a, b in zip(values, values[1:])), knob
+                assert all(round(b - a, 10) == step for a, b in zip(values, values[1:], strict=False)), knob
             else:
                 assert [float(x) for x in listed] == [float(x) for x in want], (knob, listed, values)
     for stage, n in (("B1", 26), ("B2", 11), ("C", 180)):

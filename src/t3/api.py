@@ -346,7 +346,8 @@ def interference(
     copy of ``nbytes`` on the copy engines, device to device) or ``ce_d2h`` / ``ce_h2d`` (to / from host
     memory over ``dma.host_link_Bps``). A collective's ``executor``: the library's CU kernels
     (``cu``) or the copy engines (``dma``), and its ``channels`` (0: the preset's). ``arrangement``:
-    ``background`` (the other kernel runs back to back for the whole of each one's span) or ``together``
+    ``background`` (the other kernel runs back to back for the whole of each one's span), ``held`` (one
+    launch of the communication holding its CUs for longer than the GEMM, launched first) or ``together``
     (both launched once at the same moment; ``lead_s``: the GEMM starts that much after the
     communication, and its time together includes the wait).
 

@@ -78,7 +78,10 @@ def test_every_suite_writes_rows_that_load(run):
         "ce_h2d",
     }  # the CPU plan: d2d, h2d
     assert {r.workload["victim"] for r in intf} == {"compute", "comm", "pair"}
-    assert {r.workload["arrangement"] for r in intf} == {"background", "together"}
+    assert {r.workload["arrangement"] for r in intf} == {"background", "together", "held"}
+    # held: only the k-block kernels (one launch looping over its buffer), never torch.add or a copy engine
+    assert {(r.workload["comm"], r.workload["cus"] > 0) for r in intf if r.workload["arrangement"] == "held"} == {
+        ("sm_copy", True), ("sm_reduce", True)}  # fmt: skip
     assert raw["complete"] and raw["environment"]["gpu"].startswith("CPU")
     assert "TFLOPS" in out and "GB/s" in out and " us" in out and "wrote" in out
 
@@ -123,6 +126,8 @@ def test_only_and_overwrite(run, tmp_path):
         (["--device", "cpu", "--allow-cpu", "--hardware", "b200-8"], "--hardware: unknown preset 'b200-8'"),
         ([*CPU, "--budget", "0"], "--budget: must be > 0"),
         ([*CPU, "--tag", "a b"], "--tag: 'a b' must be letters"),
+        ([*CPU, "--blocks", "1,0"], "--blocks: '0' is not a whole number of thread blocks >= 1"),
+        ([*CPU, "--blocks", "4,x"], "--blocks: 'x' is not a whole number"),
     ],
 )
 def test_bad_input_is_one_line_before_any_work(tmp_path, extra, needle):
@@ -180,3 +185,25 @@ def test_the_kit_runs_alone_without_t3s_dependencies(tmp_path):
     p = subprocess.run([sys.executable, "-m", "t3measure", "--device", "cpu", "--out", tmp_path / "x"],
                        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)  # fmt: skip
     assert p.returncode == 2 and p.stderr.startswith("error: --device cpu:")
+
+
+def test_held_rate_recovers_the_rate_beside_the_gemm():
+    """The closed form against a brute-force timeline: work W at rate r0 alone, at x r0 for the first S."""
+    from t3.measure.interference import held_rate
+
+    for x in (1.0, 0.5, 0.25, 0.9):
+        w, r0, s = 10.0, 1.0, 4.0  # the GEMM's overlap S is shorter than the interferer
+        t0 = w / r0
+        t_with = s + (w - x * r0 * s) / r0  # S at the slowed rate, the remaining work alone
+        assert abs(held_rate(t0, t_with, s) - x) < 1e-12
+
+
+def test_blocks_replace_the_plans_k_block_counts(tmp_path):
+    """--blocks 1,3: the HBM suite's k-block copies and the interference suite's on exactly those k."""
+    d = tmp_path / "m"
+    code, _, err = _main(["measure", *CPU, "--out", d, "--only", "hbm,interference", "--blocks", "3,1"])
+    assert code == 0, err
+    rows = load_dataset([d / "measured.toml"])
+    assert {r.workload["cus"] for r in rows if r.category == "hbm_bandwidth"} == {0, 1, 3}
+    held = {r.workload["cus"] for r in rows if r.workload.get("arrangement") == "held"}
+    assert held == {1, 3}

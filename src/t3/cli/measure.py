@@ -32,6 +32,9 @@ _CPU = typer.Option(
     False, "--allow-cpu", help="write rows from a CPU run (the kit's plumbing, never GPU data)"
 )
 _BUDGET = typer.Option(None, "--budget", help="seconds after which the remaining measurements are skipped")
+_BLOCKS = typer.Option(
+    None, "--blocks", help="thread-block counts of the k-block copies, e.g. 1,2,4,8 (default: the plan's)"
+)
 _TAG = typer.Option(None, "--tag", help="row id prefix (default: <preset>-<date>-<time>)")
 _JSON = typer.Option(False, "--json", help="print the summary as one JSON object (progress goes to stderr)")
 
@@ -40,12 +43,13 @@ _JSON = typer.Option(False, "--json", help="print the summary as one JSON object
 def measure(
     out: Path = _OUT, overwrite: bool = _OVER, device: str = _DEV, hardware: str = _HW, only: str = _ONLY,
     quick: bool = _QUICK, allow_cpu: bool = _CPU, budget: float = _BUDGET, tag: str = _TAG, as_json: bool = _JSON,
+    blocks: str = _BLOCKS,
 ) -> None:  # fmt: skip
     """Measure this machine's GPU into dataset rows (docs/measure.md): GEMM throughput, HBM bandwidth,
     launch / stream-wait / flag latencies, and a GEMM's slowdown beside copies and reductions."""
     from t3.measure.runner import MeasureOptions, check_options, print_summary, run_measure
 
-    opts = MeasureOptions(out, overwrite, device, hardware, only, quick, allow_cpu, budget, tag)
+    opts = MeasureOptions(out, overwrite, device, hardware, only, quick, allow_cpu, budget, tag, blocks)
     check_options(opts)  # then the folder is created by every command's rule, before the device opens
     check_output_dir(out, "--out")
     log = sys.stderr if as_json else sys.stdout

@@ -31,11 +31,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--budget", type=float, default=None, help="seconds after which remaining measurements are skipped"
     )
+    p.add_argument(
+        "--blocks",
+        default=None,
+        help="thread-block counts of the k-block copies, e.g. 1,2,4,8 (default: the plan's)",
+    )
     p.add_argument("--tag", default=None, help="row id prefix (default: <preset>-<date>-<time>)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON (progress goes to stderr)")
     a = p.parse_args(argv)
     opts = MeasureOptions(
-        a.out, a.overwrite, a.device, a.hardware, a.only, a.quick, a.allow_cpu, a.budget, a.tag
+        a.out, a.overwrite, a.device, a.hardware, a.only, a.quick, a.allow_cpu, a.budget, a.tag, a.blocks
     )
     log = sys.stderr if a.json else sys.stdout
     try:

@@ -91,16 +91,19 @@ class Backend:
         """Empty when fixed-grid kernels exist, else why not."""
         return ""
 
-    def block_copy(self, src: Any, dst: Any, blocks: int) -> None:
-        """Copy ``src`` into ``dst`` on exactly ``blocks`` thread blocks (a grid-stride loop each)."""
-        for s, d in zip(src.view(-1).chunk(blocks), dst.view(-1).chunk(blocks), strict=True):
-            d.copy_(s)
+    def block_copy(self, src: Any, dst: Any, blocks: int, passes: int = 1) -> None:
+        """Copy ``src`` into ``dst`` on exactly ``blocks`` thread blocks (a grid-stride loop each),
+        ``passes`` times over in one launch."""
+        for _ in range(passes):
+            for s, d in zip(src.view(-1).chunk(blocks), dst.view(-1).chunk(blocks), strict=True):
+                d.copy_(s)
 
-    def block_add(self, a: Any, b: Any, c: Any, blocks: int) -> None:
-        """``c = a + b`` on exactly ``blocks`` thread blocks."""
-        for x, y, z in zip(a.view(-1).chunk(blocks), b.view(-1).chunk(blocks), c.view(-1).chunk(blocks),
-                           strict=True):  # fmt: skip
-            self.torch.add(x, y, out=z)
+    def block_add(self, a: Any, b: Any, c: Any, blocks: int, passes: int = 1) -> None:
+        """``c = a + b`` on exactly ``blocks`` thread blocks, ``passes`` times over in one launch."""
+        for _ in range(passes):
+            for x, y, z in zip(a.view(-1).chunk(blocks), b.view(-1).chunk(blocks), c.view(-1).chunk(blocks),
+                               strict=True):  # fmt: skip
+                self.torch.add(x, y, out=z)
 
     def flag_pingpong(self, rounds: int) -> float:
         """Seconds for ``rounds`` round trips of a flag between two kernels on two streams (each sets
@@ -276,11 +279,11 @@ class GpuBackend(Backend):
             return str(err)
         return ""
 
-    def block_copy(self, src: Any, dst: Any, blocks: int) -> None:
-        self._triton().copy(src, dst, blocks)
+    def block_copy(self, src: Any, dst: Any, blocks: int, passes: int = 1) -> None:
+        self._triton().copy(src, dst, blocks, passes)
 
-    def block_add(self, a: Any, b: Any, c: Any, blocks: int) -> None:
-        self._triton().add(a, b, c, blocks)
+    def block_add(self, a: Any, b: Any, c: Any, blocks: int, passes: int = 1) -> None:
+        self._triton().add(a, b, c, blocks, passes)
 
     def flag_pingpong(self, rounds: int) -> float:
         return self._triton().pingpong(self, rounds)

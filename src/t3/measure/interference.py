@@ -10,6 +10,13 @@ Two arrangements (the dataset's ``arrangement``):
   then a unit's time / r. The run checks that the interferer outlasted the GEMM's span (``coverage``
   >= 1) and takes it again with more calls where it did not.
 - ``together``: one GEMM call and one interferer call released at the same moment.
+- ``held``: one launch of the interferer on k thread blocks that loops over its buffer (``passes``
+  times) for longer than the GEMM's timed span, launched first, so its blocks are resident before the
+  GEMM's (as a collective's kernel holds its channels' blocks for its whole duration); the GEMM's calls
+  follow on stream 1 after a short sleep (``HELD_LEAD_S``). The interferer's rate beside the GEMM is
+  recovered from its one time: with ``S`` the overlap (its start to the GEMM's last end) and
+  ``T``/``T0`` its times with and without the GEMM, its rate beside the GEMM is ``x = 1 - (T - T0) / S``
+  of its rate alone (the rest of its work ran alone), and its slowdown ``1 / x - 1``.
 
 Both streams are released by one event after a sleep gate (everything is queued first); the alone
 times are the same calls with nothing beside them, taken just before.
@@ -33,6 +40,8 @@ MAX_UNITS = 400
 SPAN_UNITS = 4  # the GEMM's timed span lasts at least this many interferer units (their samples)
 MAX_VICTIM_CALLS = 400
 TOGETHER_PER_REP = 5  # single launches per repetition in the together arrangement
+HELD_LEAD_S = 50e-6  # the GEMM's stream sleeps this long after the release, so the held blocks land first
+MAX_PASSES = 1 << 20
 
 
 # the dataset's name of a copy-engine copy by direction
@@ -47,6 +56,7 @@ class Interferer:
     kind: str  # "" or the copy direction (d2d, d2h, h2d)
     what: str  # a phrase for the conventions
     fn: Any  # fn(i): one call
+    held: Any = None  # held(passes): one launch looping ``passes`` times over the buffer (k blocks only)
 
     @property
     def rid(self) -> str:
@@ -81,6 +91,8 @@ def interference(run: Any) -> None:
                     label = f"GEMM {m}x{n}x{k} beside {itf.rid}"
                     with run.measuring("interference", label):
                         _background(run, streams, (m, n, k, dtype), vop, vwhat, t_v, itf)
+                        if itf.held is not None:
+                            _held(run, streams, (m, n, k, dtype), vop, vwhat, t_v, itf)
                         if _together_too(bk, plan, itf) and size == max(plan.intf_bytes):
                             _together(run, streams, (m, n, k, dtype), vop, vwhat, itf)
                 run.release()
@@ -112,7 +124,8 @@ def _interferers(run: Any, nbytes: int, fixed: str) -> list[Interferer]:
     if not fixed:
         for kk in sorted({min(bk.cus if k == ALL else k, bk.cus) for k in plan.copy_blocks}):
             out.append(Interferer("sm_copy", kk, nbytes, "", f"a copy of {mib} (fp32) on k = {kk} thread blocks ({grid})",
-                                  lambda i, kk=kk: bk.block_copy(src, dst, kk)))  # fmt: skip
+                                  lambda i, kk=kk: bk.block_copy(src, dst, kk),
+                                  lambda p, kk=kk: bk.block_copy(src, dst, kk, p)))  # fmt: skip
     for k in sorted({0 if k == 0 else min(bk.cus if k == ALL else k, bk.cus) for k in plan.reduce_blocks}):
         if k == 0:
             out.append(Interferer("sm_reduce", 0, nbytes, "", f"torch.add(a, b, out=c) on {mib} fp32 arrays (every SM, PyTorch's grid)",
@@ -120,7 +133,8 @@ def _interferers(run: Any, nbytes: int, fixed: str) -> list[Interferer]:
         elif not fixed:
             kk = k
             out.append(Interferer("sm_reduce", kk, nbytes, "", f"c = a + b on {mib} fp32 arrays on k = {kk} thread blocks ({grid})",
-                                  lambda i, kk=kk: bk.block_add(src, b, dst, kk)))  # fmt: skip
+                                  lambda i, kk=kk: bk.block_add(src, b, dst, kk),
+                                  lambda p, kk=kk: bk.block_add(src, b, dst, kk, p)))  # fmt: skip
     host = bk.host_buffer(nbytes) if any(c in ("d2h", "h2d") for c in plan.ce_kinds) else None
     raw_src, raw_dst = src.view(t.uint8), dst.view(t.uint8)
     ce = {
@@ -320,4 +334,123 @@ def _together(run: Any, streams: tuple[Any, Any, Any], shape: tuple[int, int, in
     run.progress(
         f"[interference] together, GEMM {m}x{n}x{k} and {itf.rid}: GEMM {rows[0]['measured']:+.1f} %,"
         f" interferer {rows[1]['measured']:+.1f} %, the pair {rows[2]['measured']:+.1f} % against one after the other"
+    )
+
+
+def held_rate(t_alone: float, t_with: float, overlap: float) -> float:
+    """The held interferer's rate beside the GEMM over its rate alone, ``x = 1 - (T - T0) / S``: of its
+    time ``T`` beside a GEMM that ran for ``S`` of it, ``S`` went at ``x`` of its alone rate and the rest
+    alone, so ``T0 = x S + (T - S)``."""
+    return 1.0 - (t_with - t_alone) / overlap
+
+
+def _held_once(bk: Any, streams: tuple[Any, Any, Any], vop: Any, v_iters: int, hfn: Any, passes: int,
+               gate_s: float) -> tuple[list[float], float, float, float]:  # fmt: skip
+    """One held launch on stream 2, then ``v_iters`` GEMM calls on stream 1 (``vop`` None: the held
+    launch alone): the GEMM's call times, the held launch's time, the overlap (its start to the GEMM's
+    last end) and the coverage (the held launch's end over the GEMM's last end, from the release)."""
+    _, s1, s2 = streams
+    bk.sync()
+    go = _release(bk, streams, gate_s)
+    c0, c1 = bk.event(), bk.event()
+    with bk.use(s2):
+        c0.record()
+        hfn(passes)
+        c1.record()
+    vev = [bk.event() for _ in range(v_iters + 1)] if vop is not None else []
+    if vop is not None:
+        with bk.use(s1):
+            bk.gate(HELD_LEAD_S)
+            vev[0].record()
+            for i in range(v_iters):
+                vop(i)
+                vev[i + 1].record()
+    bk.sync()
+    t_c = bk.elapsed(c0, c1)
+    if vop is None:
+        return [], t_c, 0.0, 0.0
+    tv = [bk.elapsed(go, e) for e in vev]
+    victim = [b - a for a, b in zip(tv, tv[1:], strict=False)]
+    start = bk.elapsed(go, c0)
+    overlap = tv[-1] - start
+    cov = (start + t_c) / tv[-1] if tv[-1] > 0 else 0.0
+    return victim, t_c, overlap, cov
+
+
+def _held(run: Any, streams: tuple[Any, Any, Any], shape: tuple[int, int, int, str], vop: Any, vwhat: str,
+          t_v: float, itf: Interferer) -> None:  # fmt: skip
+    bk, plan = run.bk, run.plan
+    _, s1, s2 = streams
+    one = stats(batch(bk, lambda i: itf.held(1), 3, 2, stream=s2)).median
+    span = plan.victim_span_s
+    v_iters = max(3, min(MAX_VICTIM_CALLS, math.ceil(span / t_v)))
+    v_alone = batch(bk, vop, v_iters, 2, stream=s1)
+    passes = min(MAX_PASSES, max(2, math.ceil(BG_MARGIN * sum(v_alone) / max(one, 1e-9))))
+    gate_s = gate_for(v_iters + 2)
+    victim: list[float] = []
+    c_alone: list[float] = []
+    c_with: list[float] = []
+    rates: list[float] = []
+    covs: list[float] = []
+    for _ in range(plan.intf_reps):
+        for _attempt in range(3):
+            _, t0, _, _ = _held_once(bk, streams, None, 0, itf.held, passes, gate_s)
+            vic, t1, overlap, cov = _held_once(bk, streams, vop, v_iters, itf.held, passes, gate_s)
+            if not bk.concurrent or cov >= 1.0 or passes >= MAX_PASSES:
+                break
+            passes = min(MAX_PASSES, passes * 2)
+        victim += vic
+        c_alone.append(t0)
+        c_with.append(t1)
+        covs.append(cov)
+        if bk.concurrent and overlap > 0:
+            rates.append(held_rate(t0, t1, overlap))
+    cov = min(covs)
+    m, n, k, dtype = shape
+    workload = {"m": m, "n": n, "k": k, "dtype": dtype, "comm": itf.comm, "nbytes": itf.nbytes, "gpus": 1,
+                "cus": itf.cus, "arrangement": "held"}  # fmt: skip
+    covered = cov >= 1.0 or not bk.concurrent
+    base = (
+        f"GEMM: {vwhat}; {v_iters} calls back to back on stream 1, an event after each, after a"
+        f" {HELD_LEAD_S * 1e6:.0f} us sleep on stream 1. Beside it on stream 2, launched first: {itf.what},"
+        f" as ONE launch looping {passes} times over its buffer (its blocks resident for the whole of the"
+        f" GEMM's timed span; the launch ended at {cov:.2f} x the GEMM's end{'' if covered else ': NOT covered'});"
+        f" {bk.release}; {bk.timer}; alone: the same GEMM calls and the same held launch with nothing beside"
+        f" them; {plan.intf_reps} repetitions pooled"
+    )
+    if not bk.concurrent:
+        base += "; CPU: the two streams ran one after the other, so nothing overlapped"
+    extra = {"passes": float(passes)}
+    if cov > 0:
+        extra["coverage"] = cov
+    series = [
+        (
+            "compute",
+            v_alone,
+            victim,
+            base + "; medians per GEMM call (p10 / p90 in published);"
+            " measured = 100 x (together / alone - 1); this row: the GEMM's slowdown",
+        )
+    ]
+    x = stats(rates).median if rates else 0.0
+    if bk.concurrent and covered and x > 0.02:
+        # the comm row's alone / together are per-pass times: alone T0 / passes, beside the GEMM the same
+        # over x, the rate ratio each repetition gave
+        a_pass = [t / passes for t in c_alone]
+        w_pass = [t / passes / r for t, r in zip(c_alone, rates, strict=True)]
+        series.append(("comm", a_pass, w_pass, base + "; this row: the interferer's own slowdown while"
+                       " beside the GEMM, 1 / x - 1 with x = 1 - (T - T0) / S its rate beside the GEMM over"
+                       " its rate alone (T, T0: the held launch's time with and without the GEMM; S: its"
+                       " start to the GEMM's last end); per-pass times in published"))  # fmt: skip
+    elif bk.concurrent:
+        run.note(f"{itf.rid} held beside GEMM {m}x{n}x{k}: no comm row (coverage {cov:.2f},"
+                 f" rate beside the GEMM {x:.3f} of alone)")  # fmt: skip
+    rows = interference_rows(run.ctx, f"{itf.rid}-held-{m}x{n}x{k}", workload, series, extra)
+    run.emit(rows[0], {"alone_s": v_alone, "together_s": victim})
+    if len(rows) > 1:
+        run.emit(rows[1], {"alone_s": c_alone, "together_s": c_with, "rate_beside": rates})
+    run.progress(
+        f"[interference] held, GEMM {m}x{n}x{k} beside {itf.rid}: GEMM {rows[0]['measured']:+.1f} %"
+        + (f", interferer {rows[1]['measured']:+.1f} %" if len(rows) > 1 else ", interferer: no row")
+        + (f" ({passes} passes, covered {cov:.2f} x)" if bk.concurrent else " (CPU: one after the other)")
     )

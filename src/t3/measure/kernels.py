@@ -1,8 +1,9 @@
 """Triton kernels with a fixed grid, for the GPU backend (imported only there, and only when needed).
 
 - ``copy`` / ``add``: a copy ``dst = src`` or a reduction ``c = a + b`` on exactly ``blocks`` thread
-  blocks, each walking the buffer in a grid-stride loop of ``BLOCK`` fp32 elements: the memory-bound
-  kernel "holding k SMs" of the interference measurements and the per-block copy rate of the HBM suite.
+  blocks, each walking the buffer in a grid-stride loop of ``BLOCK`` fp32 elements, ``passes`` times:
+  the memory-bound kernel "holding k SMs" of the interference measurements (one launch of many passes
+  holds its blocks as long as a collective's kernel does) and the per-block copy rate of the HBM suite.
 - ``pingpong``: two one-warp kernels on two streams pass a flag back and forth ``rounds`` times; each
   stores its flag with an atomic exchange (release, GPU scope) and polls the other's with volatile
   loads. The polling is bounded (``MAX_SPIN`` loads in all), so kernels that cannot run side by side
@@ -23,23 +24,26 @@ THREADS = 512  # threads per block (NCCL's channels run 512-640 threads per bloc
 MAX_SPIN = 1 << 22  # volatile loads a polling kernel may spend in all before it gives up
 
 
-@triton.jit
-def _copy_kernel(src, dst, n, nprog, BLOCK: tl.constexpr):
-    # grid-stride loop: block pid moves chunks pid, pid + nprog, ... (nprog = the grid's size)
+@triton.jit(do_not_specialize=["passes"])
+def _copy_kernel(src, dst, n, nprog, passes, BLOCK: tl.constexpr):
+    # grid-stride loop: block pid moves chunks pid, pid + nprog, ... (nprog = the grid's size), over the
+    # whole buffer ``passes`` times (a launch that holds its blocks for as long as a collective does)
     offs = tl.arange(0, BLOCK)
-    for base in range(0, n, nprog * BLOCK):
-        idx = tl.multiple_of(base + tl.program_id(0) * BLOCK, BLOCK) + offs
-        m = idx < n
-        tl.store(dst + idx, tl.load(src + idx, mask=m), mask=m)
+    for _p in range(passes):
+        for base in range(0, n, nprog * BLOCK):
+            idx = tl.multiple_of(base + tl.program_id(0) * BLOCK, BLOCK) + offs
+            m = idx < n
+            tl.store(dst + idx, tl.load(src + idx, mask=m), mask=m)
 
 
-@triton.jit
-def _add_kernel(a, b, c, n, nprog, BLOCK: tl.constexpr):
+@triton.jit(do_not_specialize=["passes"])
+def _add_kernel(a, b, c, n, nprog, passes, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    for base in range(0, n, nprog * BLOCK):
-        idx = tl.multiple_of(base + tl.program_id(0) * BLOCK, BLOCK) + offs
-        m = idx < n
-        tl.store(c + idx, tl.load(a + idx, mask=m) + tl.load(b + idx, mask=m), mask=m)
+    for _p in range(passes):
+        for base in range(0, n, nprog * BLOCK):
+            idx = tl.multiple_of(base + tl.program_id(0) * BLOCK, BLOCK) + offs
+            m = idx < n
+            tl.store(c + idx, tl.load(a + idx, mask=m) + tl.load(b + idx, mask=m), mask=m)
 
 
 @triton.jit(do_not_specialize=["rounds", "max_spin"])
@@ -67,11 +71,11 @@ class Kernels:
         self.warps = THREADS // (64 if hip else 32)
         self._pp: tuple[Any, ...] | None = None
 
-    def copy(self, src: Any, dst: Any, blocks: int) -> None:
-        _copy_kernel[(blocks,)](src, dst, src.numel(), blocks, BLOCK=BLOCK, num_warps=self.warps)
+    def copy(self, src: Any, dst: Any, blocks: int, passes: int = 1) -> None:
+        _copy_kernel[(blocks,)](src, dst, src.numel(), blocks, passes, BLOCK=BLOCK, num_warps=self.warps)
 
-    def add(self, a: Any, b: Any, c: Any, blocks: int) -> None:
-        _add_kernel[(blocks,)](a, b, c, c.numel(), blocks, BLOCK=BLOCK, num_warps=self.warps)
+    def add(self, a: Any, b: Any, c: Any, blocks: int, passes: int = 1) -> None:
+        _add_kernel[(blocks,)](a, b, c, c.numel(), blocks, passes, BLOCK=BLOCK, num_warps=self.warps)
 
     def pingpong(self, bk: Any, rounds: int) -> float:
         """Seconds for ``rounds`` round trips, both kernels released at once by one event."""

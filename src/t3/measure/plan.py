@@ -88,7 +88,12 @@ GPU = Plan(
     wait_hops=64,
     flag_rounds=(128, 1152),
     latency_reps=15,
-    victims=((8192, 8192, 8192, "bf16"), (1024, 7168, 8192, "bf16")),
+    victims=(
+        (8192, 8192, 8192, "bf16"),
+        (1024, 7168, 8192, "bf16"),
+        (4096, 7168, 8192, "bf16"),
+        (512, 8192, 8192, "bf16"),
+    ),
     intf_bytes=(16 * MiB, 256 * MiB),
     copy_blocks=(4, 8, 16, 32, 66, ALL),
     reduce_blocks=(0, 16, 66),

@@ -40,6 +40,23 @@ class MeasureOptions:
     allow_cpu: bool = False
     budget_s: float | None = None
     tag: str | None = None
+    blocks: str | None = None  # "1,2,4": the thread-block counts of the k-block copies (HBM, interference)
+
+
+def parse_blocks(blocks: str | None) -> tuple[int, ...] | None:
+    """``--blocks 1,2,4,132``: the k of the copies and reductions on k thread blocks, instead of the
+    plan's (each at least 1; counts above the GPU's CUs are taken as one block per CU)."""
+    if blocks is None:
+        return None
+    out = []
+    for part in blocks.split(","):
+        part = part.strip()
+        if not part.isdigit() or int(part) < 1:
+            raise ConfigError(
+                f"--blocks: '{part}' is not a whole number of thread blocks >= 1 (e.g. --blocks 1,2,4,8)"
+            )
+        out.append(int(part))
+    return tuple(sorted(set(out)))
 
 
 def parse_only(only: str | None) -> list[str]:
@@ -58,6 +75,7 @@ def parse_only(only: str | None) -> list[str]:
 def check_options(o: MeasureOptions) -> list[str]:
     """Every check that needs no device, before any work; returns the suites to run."""
     suites = parse_only(o.only)
+    parse_blocks(o.blocks)
     if o.device not in DEVICES:
         raise ConfigError(f"--device: unknown device '{o.device}' (available: {', '.join(DEVICES)})")
     if o.budget_s is not None and not o.budget_s > 0:
@@ -214,6 +232,11 @@ def run_measure(o: MeasureOptions, log: TextIO | None = None) -> dict[str, Any]:
     tag = o.tag or f"{hardware}-{'cpu-' if cpu else ''}{stamp}"
     ctx = RowContext(tag, hardware, env, f"t3 measure run {env['date']}", cpu=cpu)
     plan = plan_for(bk.kind, o.quick)
+    blocks = parse_blocks(o.blocks)
+    if blocks is not None:
+        held = tuple(k for k in plan.reduce_blocks if k == 0 or k in blocks)
+        plan = dataclasses.replace(plan, name=f"{plan.name}, --blocks {','.join(map(str, blocks))}",
+                                   block_counts=blocks, copy_blocks=blocks, reduce_blocks=held)  # fmt: skip
     s = Session(bk, plan, ctx, out, suites, o.budget_s, log)
     s.progress(
         f"t3 measure on {env['gpu']} ({bk.kind}, {bk.cus} CUs, L2 {bk.l2_bytes / 2**20:.0f} MiB), driver"

@@ -18,7 +18,10 @@ The interferers (the measurement kit ``t3 measure`` produces the local ones on o
   a copy to / from host memory (a DRAM read / write only), over the host link (``dma.host_link_Bps``).
 
 Arrangements: ``background`` (the other kernel runs back to back for the whole of the victim's span,
-as a measurement keeps it busy) and ``together`` (both launched once at the same moment).
+as a measurement keeps it busy), ``held`` (one launch of the communication that holds its CUs for
+longer than the GEMM, launched first, as a collective's kernel holds its channels: the engine's
+background is exactly that, since its communication holds its CUs from the first repetition to the
+last) and ``together`` (both launched once at the same moment).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from t3.workload.sublayers import GemmShape
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
 LOCAL = ("sm_copy", "sm_reduce", "ce_copy", "ce_d2h", "ce_h2d")
-ARRANGEMENTS = ("background", "together")
+ARRANGEMENTS = ("background", "together", "held")
 # background runs: repetitions of the other kernel are added until they outlast the victim; at most this
 # many (a communication this much shorter than the GEMM is better measured another way)
 MAX_REPEATS = 4096

@@ -120,7 +120,7 @@ WORKLOADS: dict[str, dict[str, Field]] = {
         "lead_us": Field(float, 0.0, minimum=0),
         # "background": the communication runs, repeated back to back, for the whole of the victim's
         # time; "together": both are launched once at the same moment
-        "arrangement": Field(str, "background", choices=("background", "together")),
+        "arrangement": Field(str, "background", choices=("background", "together", "held")),
     },
     "hbm_bandwidth": {
         # read only, write only, copy (1 read : 1 write) or triad (2 reads : 1 write)

@@ -169,7 +169,9 @@ def _paragraphs_with(pattern: str, text: str) -> list[str]:
 
 
 def test_the_papers_81_percent_is_quoted_only_with_what_it_is_compared_against():
-    texts = {p.name: p.read_text() for p in documents(ROOT)}
+    # the prose only: a generated block's measured timings may read 81 % by chance
+    generated = re.compile(r"<!-- t3:begin (\S+) -->.*?<!-- t3:end \1 -->", re.S)
+    texts = {p.name: generated.sub("", p.read_text()) for p in documents(ROOT)}
     for src in (ROOT / "src" / "t3").rglob("*.py"):
         texts[str(src.relative_to(ROOT))] = src.read_text()
     found = 0

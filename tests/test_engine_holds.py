@@ -4,6 +4,7 @@ one is in progress, its CUs leave the GPU's pool. Checked against closed forms, 
 
 from __future__ import annotations
 
+import math
 import os
 
 import pytest
@@ -107,7 +108,12 @@ def schedules_with_holds(draw):
         caps = [(demands[0][0], draw(st.floats(0.2, 5.0)))] if draw(st.integers(0, 3)) == 0 else []
         deps = sorted(set(draw(st.lists(st.integers(0, i - 1), max_size=3)))) if i else []
         delay = draw(st.sampled_from([0.0, 0.0, 0.25]))
-        ops.append(Op(i, 0, i, "x", "c", demands, caps, delay, deps, {}, draw(st.integers(0, 1))))
+        rounds = (
+            (float(draw(st.integers(1, 50))), float(draw(st.integers(1, 40)))) if draw(st.booleans()) else ()
+        )
+        ops.append(
+            Op(i, 0, i, "x", "c", demands, caps, delay, deps, {}, draw(st.integers(0, 1)), rounds=rounds)
+        )
     return Schedule("random-holds", ops, res, 1, [0])
 
 
@@ -124,3 +130,44 @@ def test_random_schedules_with_holds_bit_for_bit(sched):
     b = Engine().run(sched)
     assert sched.__dict__["_engine_static"][5] is not None  # the compiled core ran it
     assert (b.events, b.makespan, b.start, b.end) == (a.events, a.makespan, a.start, a.end)
+
+
+@pytest.mark.parametrize("native", [True, False])
+@pytest.mark.parametrize("cus,held,tiles,width", [(132, 3, 128, 132), (132, 4, 132, 132), (132, 20, 224, 132),
+                                                  (132, 24, 224, 132), (80, 16, 900, 80), (132, 66, 132, 132),
+                                                  (10, 9, 7, 10), (132, 20, 300, 100), (132, 40, 300, 100)])  # fmt: skip
+def test_a_gemm_ends_in_whole_rounds_on_the_cus_left(native, cus, held, tiles, width):
+    """Closed form: a GEMM of ``tiles`` one-CU blocks of 1 s each, run ``width`` at a time (its waves: ops
+    of ``width`` blocks, the last one the rest, marked Op.rounds), beside a kernel holding ``held`` CUs for
+    longer: on w = min(cus - held, width) CUs the earlier waves take max(1, width / w) s each (fluid) and
+    the last max(1, u / w, R) with R = ceil(tiles / w) - (tiles - u) / w, so the GEMM ends after
+    ceil(tiles / w) s unless its last wave alone needs a whole round more; unmarked, max(1, u / w)."""
+    res = [
+        Resource("cu", float(cus), "cu", 0),
+        Resource("part", float(held), "cu-part", 0, Policy(), None, 0),
+    ]
+    waves = [width] * ((tiles - 1) // width) + [tiles - width * ((tiles - 1) // width)]
+    free = min(cus - held, width)
+    for marked in (True, False):
+        ops = [Op(0, 0, "comm", "comm", "rs", [(1, held * 1000.0)], [], 0.0, [], {})]
+        for i, u in enumerate(waves):
+            last = i == len(waves) - 1
+            ops.append(Op(i + 1, 0, f"w{i}", "gemm-compute", "gemm", [(0, float(u))], [(0, float(u))], 0.0,
+                          [i] if i else [], {}, rounds=(float(tiles), float(width)) if marked and last else ()))  # fmt: skip
+        r = Engine(native=native).run(Schedule("rounds", ops, res, 1, [0]))
+        *body, u = waves
+        before = sum(max(1.0, x / free) for x in body)
+        rounds = math.ceil(tiles / free) - (tiles - u) / free
+        expect = before + (max(1.0, u / free, rounds) if marked else max(1.0, u / free))
+        if marked and free < width:
+            assert expect == pytest.approx(max(math.ceil(tiles / free), (tiles - u) / free + 1))
+        assert r.end[len(waves)] == pytest.approx(expect, rel=1e-12), marked
+
+
+def test_rounds_cap_closed_form():
+    from t3.sim.engine import rounds_cap
+
+    assert rounds_cap(128, 126, 128, 132) == pytest.approx(64.0)  # one wave, two rounds
+    assert rounds_cap(92, 132, 224, 132) == pytest.approx(92.0)  # nothing held: the wave's own width
+    assert rounds_cap(92, 100, 224, 132) == pytest.approx(92 / (3 - 132 / 100))
+    assert rounds_cap(5, 0.0, 5, 10) == 0.0

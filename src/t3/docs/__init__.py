@@ -75,6 +75,8 @@ BLOCKS: tuple[Block, ...] = (
     Block("validation-tables", "`t3 validate --markdown`", tb.validation_tables),
     Block("interference-mechanisms", "`PYTHONPATH=src python benchmarks/interference_mechanisms.py`",
           tb.interference_mechanisms),
+    Block("measured-interference", "`PYTHONPATH=src python benchmarks/measured_interference.py`",
+          tb.measured_interference),
     Block("t3-contention-headroom", "`PYTHONPATH=src python benchmarks/t3_contention_headroom.py`",
           tb.t3_contention_headroom),
     Block("calibration-stages", "`PYTHONPATH=src python3 -m t3.experiments.calibration`", tb.calibration_stages_block,

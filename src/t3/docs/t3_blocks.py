@@ -168,6 +168,11 @@ def interference_mechanisms(ctx: Context) -> str:
     return "```text\n" + text + "\n```"
 
 
+def measured_interference(ctx: Context) -> str:
+    text = ctx.script_output("benchmarks/measured_interference.py")
+    return "```text\n" + text + "\n```"
+
+
 def t3_contention_headroom(ctx: Context) -> str:
     text = ctx.script_output("benchmarks/t3_contention_headroom.py", drop=r"sublayers in [0-9.]+ s$")
     return "```text\n" + text + "\n```"

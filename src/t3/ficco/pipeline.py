@@ -149,6 +149,8 @@ class _Op(NamedTuple):  # what the engine's Allocator reads of an op
     demands: list[tuple[int, float]]
     window: float
     writes: list[tuple[int, float]]
+    caps: tuple = ()  # (none: the pipeline's ops are shares of whole kernels, never a GEMM's last wave)
+    rounds: tuple = ()
 
 
 def _share(ops: list[tuple], caps: dict) -> list[float]:

@@ -394,6 +394,14 @@ def l2_body_bytes(plan: GemmPlan, w: Wave, hw: Hardware) -> float:
     return w.n_tiles * (plan.tile_m + plan.tile_n) * s.k * s.elem_bytes * (1.0 - kfrac)
 
 
+def gemm_tail(plan: GemmPlan, w: Wave) -> tuple[float, float] | tuple[()]:
+    """:attr:`t3.sim.schedule.Op.rounds` of a wave: (the GEMM's tiles, its wave width) for the last
+    wave, whose tail ends in whole rounds when CUs are held; () for the others (fluid)."""
+    if w.index != len(plan.waves) - 1:
+        return ()
+    return (float(plan.tiles), float(plan.wave_size))
+
+
 def add_gemm(
     b,
     gpu: int,
@@ -438,7 +446,7 @@ def add_gemm(
         body = b.add(
             gpu, f"{prefix}.C{w.index}", kind="gemm-compute", cat="gemm",
             work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, wbytes)],
-            caps=[(cu, float(w.cus_used))],
+            caps=[(cu, float(w.cus_used))], rounds=gemm_tail(plan, w),  # the tail: whole rounds
             deps=[(gpu, f"{prefix}.L{w.index}")],
             traffic={"gemm_read": body_reads, "gemm_write": wbytes}, prio=prio, window=w.window_bytes,
             l2=l2_body_bytes(plan, w, hw) + wbytes if b.l2_side else None,

@@ -41,7 +41,7 @@ from t3.hardware.mca import McaPolicy, first_stage_intensity, mca_threshold
 from t3.hardware.nmc import nmc_reduce_scatter, require_nmc, update_work
 from t3.hardware.tracker import SEMAPHORE_KIND, TrackerModel
 from t3.ops.collectives import all_gather
-from t3.ops.gemm import GemmPlan, plan_gemm
+from t3.ops.gemm import GemmPlan, gemm_tail, plan_gemm
 from t3.schedules.base import Outcome, Param, RunOptions, register, summarize
 from t3.schedules.baselines import ideal_overlap, sequential_schedule
 from t3.sim.engine import DeadlockError
@@ -334,7 +334,8 @@ class T3Builder:
             o = b.add(
                 g, f"gemm.C{w.index}", kind="gemm-compute", cat="gemm",
                 work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, local)],
-                caps=[(cu, float(w.cus_used))], deps=[(g, f"gemm.L{w.index}")],
+                caps=[(cu, float(w.cus_used))], rounds=gemm_tail(plan, w),
+                deps=[(g, f"gemm.L{w.index}")],
                 traffic={"gemm_read": body_reads, "gemm_write": local}, acquire=acquire,
                 window=w.window_bytes,
             )  # fmt: skip

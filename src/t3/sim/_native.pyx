@@ -11,6 +11,7 @@ the process-wide fills of :mod:`t3.sim.engine`), so a result is the Python engin
 the caller reruns it in Python, which names the deadlock.
 """
 
+from libc.math cimport ceil
 from libc.stdlib cimport free, malloc
 
 cdef extern from *:
@@ -73,6 +74,12 @@ cdef class Static:
     cdef int *excl_r
     cdef int *parent  # per resource: Resource.parent
     cdef int any_excl
+    cdef int *q_off  # per op: its caps as (resource, units, demand on it) (Allocator.quant)
+    cdef int *q_r
+    cdef double *q_u
+    cdef double *q_a
+    cdef double *q_t
+    cdef double *q_w
     cdef list sig
     cdef object rkey
 
@@ -91,6 +98,12 @@ cdef class Static:
         free(self.excl_off)
         free(self.excl_r)
         free(self.parent)
+        free(self.q_off)
+        free(self.q_r)
+        free(self.q_u)
+        free(self.q_a)
+        free(self.q_t)
+        free(self.q_w)
 
 
 def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
@@ -101,20 +114,21 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
     same process-wide tables (``sigs``, ``rkeys``) with the same counters, so the memoised fillings
     are shared with the Python engine."""
     cdef Static st
-    cdef int n, nres, i, k, r, nd, nk, lk, q, dup, p, p1, pm, pe
+    cdef int n, nres, i, k, r, nd, nk, nq, lk, q, dup, p, p1, pm, pe, pq
     cdef double x, a, w, rd, c0, v, c
     ops = sched.ops
     res = sched.resources
     if sched.semaphores:
         return None
     prios = set()
-    nd = nk = 0
+    nd = nk = nq = 0
     for op in ops:
         if op.on_start is not None or op.on_finish is not None or op.acquire or op.release:
             return None
         prios.add(op.prio)
         nd += len(op.demands)
         nk += len(op.deps)
+        nq += len(op.caps)
     if len(prios) > MAX_LEVELS:
         return None
     n = len(ops)
@@ -151,6 +165,12 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
     st.excl_off = <int*>_alloc((n + 1) * sizeof(int))
     st.excl_r = <int*>_alloc(nd * sizeof(int))
     st.parent = <int*>_alloc(nres * sizeof(int))
+    st.q_off = <int*>_alloc((n + 1) * sizeof(int))
+    st.q_r = <int*>_alloc(nq * sizeof(int))
+    st.q_u = <double*>_alloc(nq * sizeof(double))
+    st.q_a = <double*>_alloc(nq * sizeof(double))
+    st.q_t = <double*>_alloc(nq * sizeof(double))
+    st.q_w = <double*>_alloc(nq * sizeof(double))
     st.any_excl = 0
     st.any_mem = 0
     caps_l = []
@@ -196,9 +216,16 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
         firsts = []
         # per op: static maximum rate (t3.sim.engine._static), signature (Allocator.__init__) and the
         # demands, first-filling demands and memory parts (Allocator._prep)
-        p = p1 = pm = pe = 0
+        p = p1 = pm = pe = pq = 0
         for i in range(n):
             op = ops[i]
+            st.q_off[i] = pq
+            dd = dict(op.demands) if op.rounds else {}
+            for rr, cc in op.caps:  # (Allocator.quant: a last wave's caps on a resource it demands)
+                if rr in dd and dd[rr] > 0:
+                    st.q_r[pq], st.q_u[pq], st.q_a[pq] = rr, cc, dd[rr]
+                    st.q_t[pq], st.q_w[pq] = op.rounds
+                    pq += 1
             deps = op.deps
             st.indeg0[i] = len(deps)
             if not deps:
@@ -242,6 +269,8 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
                                 x = v
                             break
                 content = (op.prio, x, op.window, *dem, None, *op.writes)
+                if op.rounds:
+                    content += (None, *op.rounds, *op.caps)
                 sg = sigs.get(content)
                 if sg is None:
                     sg = sigs[content] = next(sig_numbers)
@@ -278,6 +307,7 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
                     p1 += 1
             st.cap0[i] = c0
         st.dem_off[n], st.dem1_off[n], st.mem_off[n] = p, p1, pm
+        st.q_off[n] = pq
         st.excl_off[n] = pe
     finally:
         free(fill)
@@ -729,11 +759,28 @@ cdef class Run:
         cdef double *capx = self.capx
         cdef double *rate = self.rate
         cdef int i, k, m, r, nm, nask, q, lv, j, idx
-        cdef double c, tot, wtot, x, a, w, e, flow, wflow, lat, s
+        cdef double c, tot, wtot, x, a, w, e, flow, wflow, lat, s, u
         cdef bint again, over, ok
         for k in range(na):
             i = act[k]
             capx[i] = st.cap0[i]
+        if self.hkey is not None:  # CUs held: a wave wider than what is left runs in whole rounds
+            for k in range(na):
+                i = act[k]
+                for q in range(st.q_off[i], st.q_off[i + 1]):
+                    r = st.q_r[q]
+                    c = self.capc[r]
+                    u = st.q_u[q]
+                    if c < st.cap[r]:
+                        # rounds_cap(u, c, tiles, width) / a (t3.sim.engine.rounds_cap)
+                        if st.q_w[q] < c:
+                            c = st.q_w[q]
+                        if c > 0.0:
+                            x = u / (ceil(st.q_t[q] / c - 1e-9) - (st.q_t[q] - u) / c) / st.q_a[q]
+                        else:
+                            x = 0.0
+                        if x < capx[i]:
+                            capx[i] = x
         nm = 0
         if st.any_mem:
             for k in range(na):

@@ -467,6 +467,32 @@ _RKEY_NUMBERS = itertools.count()
 SPLIT_MIN = 6
 
 
+def rounds_cap(u: float, c: float, tiles: float, width: float) -> float:
+    """The CUs the last wave of a GEMM keeps busy on average when only ``c`` CUs are left (the rest held
+    by a communication kernel): the GEMM has ``tiles`` thread blocks run ``width`` at a time, the wave
+    the last ``u`` of them; a block runs on one CU from its start to its end, so on ``w = min(c, width)``
+    CUs the GEMM ends after ``ceil(tiles / w)`` rounds of a block's time. Its earlier waves took
+    ``(tiles - u) / w`` of them as a fluid (later blocks fill the CUs a round leaves), so the last wave has
+    ``R = ceil(tiles / w) - (tiles - u) / w`` rounds and keeps ``u / R`` CUs busy (at most ``w``; one
+    wave: ``u / ceil(u / w)``; nothing held: ``u``). The tail effect of a GEMM pushed out of its last
+    round: the staircase ``t3 measure``'s held rows show on an H200 (``docs/validation.md``). No CU
+    left: nothing runs."""
+    w = c if c < width else width
+    if w <= 0.0:
+        return 0.0
+    return u / (math.ceil(tiles / w - 1e-9) - (tiles - u) / w)
+
+
+def _quant(op) -> tuple | None:
+    """A last wave's caps (:attr:`Op.rounds`) as (resource, units, its demand on the resource, the
+    GEMM's tiles, its wave width), for :func:`rounds_cap`; None for any other op."""
+    if not op.rounds or not op.caps:
+        return None
+    dd = dict(op.demands)
+    q = tuple((r, c, dd[r], *op.rounds) for r, c in op.caps if r in dd and dd[r] > 0)
+    return q or None
+
+
 class Allocator:
     """Rates of the active ops at one event: progressive filling, priority level by priority level,
     then the memory model (:mod:`t3.sim.memory`) on every memory resource.
@@ -512,6 +538,9 @@ class Allocator:
         self.cap0 = list(xmax)  # unloaded cap: the window at the unloaded latency
         self.memof: list[tuple | None] = [None] * n  # ((r, a, writes, closed), ...) on memory resources
         self.rset: list[set | None] = [None] * n  # per op: the resources it names (:meth:`_groups`)
+        # per op: a GEMM's last wave's caps as (resource, units, demand on it, the GEMM's tiles): thread
+        # blocks of one CU each that end in whole rounds when CUs are held (:func:`rounds_cap`)
+        self.quant: list[tuple | None] = [_quant(op) for op in ops]
         self._memo: dict = {}
         self._amemo: dict = {}
         # signatures are numbered process-wide (equal asks, equal numbers in every schedule), so that
@@ -525,6 +554,8 @@ class Allocator:
                 sig.append(sig[like[i]])
                 continue
             content = (op.prio, xmax[i], op.window, *op.demands, None, *op.writes)
+            if op.rounds:
+                content += (None, *op.rounds, *op.caps)
             s = sigs.get(content)
             if s is None:
                 s = sigs[content] = next(_SIG_NUMBERS)
@@ -855,6 +886,17 @@ class Allocator:
                 self._prep(i)
         cap0, memof = self.cap0, self.memof
         capx = {i: cap0[i] for i in active}
+        if self.hkey is not None:  # CUs held: a wave wider than what is left runs in whole rounds
+            cap, full, quant = self.cap, self.cap_full, self.quant
+            for i in active:
+                q = quant[i]
+                if q is not None:
+                    for r, u, a, tiles, width in q:
+                        c = cap[r]
+                        if c < full[r]:
+                            v = rounds_cap(u, c, tiles, width) / a
+                            if v < capx[i]:
+                                capx[i] = v
         on_mem = [i for i in active if memof[i] is not None] if self.mem else []
         if not on_mem:
             self._fill(active, capx, self.cap, rate, self.dem, self.xdem)

@@ -89,6 +89,11 @@ class Op:
     writes: list[tuple[int, float]] = field(default_factory=list)  # (memory resource, bytes written)
     window: float = 0.0  # bytes in flight on the memory it reads (0: an open stream, paced from outside)
     like: int = -1  # an earlier op of the schedule with the same demands, caps, prio, writes and window
+    # (tiles, width): the op is the last wave of a GEMM of ``tiles`` thread blocks run ``width`` at a time
+    # on one CU each (its caps count its blocks); where CUs held by an exclusive partition leave c, the
+    # GEMM ends after whole rounds, ceil(tiles / min(c, width)) (t3.sim.engine.rounds_cap: the tail no
+    # later tile fills). (): fluid
+    rounds: tuple[float, float] | tuple[()] = ()
 
 
 @dataclass(slots=True)
@@ -313,6 +318,7 @@ class ScheduleBuilder:
         release: Iterable[tuple[int, int]] = (),
         window: float = 0.0,
         l2: float | None = None,
+        rounds: tuple[float, float] | tuple[()] = (),
     ) -> Op:
         """Add an op (see :class:`Op`). With a memory-side L2 (``compute.l2_memory_side``) the op's DRAM
         bytes, read and written, also pass its GPU's L2 (:meth:`l2`), or ``l2`` bytes where given (a GEMM
@@ -374,6 +380,7 @@ class ScheduleBuilder:
             _units(release) if release else [],
             (sorted(writes.items()) if len(writes) > 1 else list(writes.items())) if writes else [],
             float(window),
+            rounds=(float(rounds[0]), float(rounds[1])) if rounds else (),
         )
         self._append(ref, op, deps)
         return op
@@ -408,6 +415,7 @@ class ScheduleBuilder:
         new = Op(
             len(self._ops), ref[0], key, op.kind, op.cat, op.demands, op.caps, op.delay_s, [], op.traffic,
             op.prio, None, None, op.acquire, op.release, op.writes, op.window, op.id if op.like < 0 else op.like,
+            op.rounds,
         )  # fmt: skip
         self._append(ref, new, deps)
         return new

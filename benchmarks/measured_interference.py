@@ -7,7 +7,7 @@ engine's slowdown of a GEMM beside a kernel holding k SMs is from the GPU's, arr
 Prints (1) per arrangement and victim: rows, median |error| in percentage points, and how many rows the
 model puts on the same side of 10 % (a slowdown a user would notice or not); (2) the GEMM's slowdown
 beside a held copy on k thread blocks, k by k, measured and predicted, for each GEMM of the runs (the
-staircase of lost SMs). Predictions are `t3 validate`'s (t3.validation.runner.Predictor) on the preset
+staircase of lost SMs), per GPU. Predictions are `t3 validate`'s (t3.validation.runner.Predictor) on the preset
 each row is filed under; nothing is fitted here. Rows whose interferer did not outlast the GEMM are
 left out of (2) and counted in (1) like any other.
 """
@@ -57,7 +57,8 @@ def main(argv: list[str]) -> None:
         cov = r.published.get("coverage", 1.0)
         if w["arrangement"] == "held" and w["victim"] == "compute" and w["comm"] == "sm_copy" and cov >= 1.0:
             size = f"{w['nbytes'] / 2**20:.0f} MiB"
-            held[(f"{w['m']}x{w['n']}x{w['k']}", size, w["cus"])].append((o.measured, o.predicted))
+            gpu = r.hardware.split("-")[0].upper()
+            held[(f"{gpu} {w['m']}x{w['n']}x{w['k']}", size, w["cus"])].append((o.measured, o.predicted))
 
     print(
         f"{len(rows)} interference rows from {len(files)} run(s): "
@@ -80,7 +81,7 @@ def main(argv: list[str]) -> None:
     )
     shapes = sorted({(s, z) for s, z, _ in held}, key=lambda t: (t[0], t[1]))
     ks = sorted({k for _, _, k in held})
-    print(f"{'GEMM':16s} {'copy':>8s} " + " ".join(f"{'k=' + str(k):>11s}" for k in ks))
+    print(f"{'GPU, GEMM':21s} {'copy':>8s} " + " ".join(f"{'k=' + str(k):>11s}" for k in ks))
     for shape, size in shapes:
         cells = []
         for k in ks:
@@ -91,7 +92,7 @@ def main(argv: list[str]) -> None:
             m = statistics.median(x for x, _ in v)
             p = statistics.median(y for _, y in v)
             cells.append(f"{m:5.0f}/{p:<5.0f}")
-        print(f"{shape:16s} {size:>8s} " + " ".join(cells))
+        print(f"{shape:21s} {size:>8s} " + " ".join(cells))
 
 
 if __name__ == "__main__":

@@ -74,7 +74,7 @@ cdef class Static:
     cdef int *excl_r
     cdef int *parent  # per resource: Resource.parent
     cdef int any_excl
-    cdef int *q_off  # per op: its caps as (resource, units, demand on it) (Allocator.quant)
+    cdef int *q_off  # per op: a last wave's caps, (resource, units, demand, tiles, width) (Allocator.quant)
     cdef int *q_r
     cdef double *q_u
     cdef double *q_a
@@ -764,7 +764,7 @@ cdef class Run:
         for k in range(na):
             i = act[k]
             capx[i] = st.cap0[i]
-        if self.hkey is not None:  # CUs held: a wave wider than what is left runs in whole rounds
+        if self.hkey is not None:  # CUs held: a GEMM's last wave ends in whole rounds (rounds_cap)
             for k in range(na):
                 i = act[k]
                 for q in range(st.q_off[i], st.q_off[i + 1]):

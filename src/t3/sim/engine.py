@@ -538,8 +538,8 @@ class Allocator:
         self.cap0 = list(xmax)  # unloaded cap: the window at the unloaded latency
         self.memof: list[tuple | None] = [None] * n  # ((r, a, writes, closed), ...) on memory resources
         self.rset: list[set | None] = [None] * n  # per op: the resources it names (:meth:`_groups`)
-        # per op: a GEMM's last wave's caps as (resource, units, demand on it, the GEMM's tiles): thread
-        # blocks of one CU each that end in whole rounds when CUs are held (:func:`rounds_cap`)
+        # per op: a GEMM's last wave's caps as (resource, units, demand on it, the GEMM's tiles, its wave
+        # width): thread blocks of one CU each that end in whole rounds when CUs are held (:func:`rounds_cap`)
         self.quant: list[tuple | None] = [_quant(op) for op in ops]
         self._memo: dict = {}
         self._amemo: dict = {}
@@ -886,7 +886,7 @@ class Allocator:
                 self._prep(i)
         cap0, memof = self.cap0, self.memof
         capx = {i: cap0[i] for i in active}
-        if self.hkey is not None:  # CUs held: a wave wider than what is left runs in whole rounds
+        if self.hkey is not None:  # CUs held: a GEMM's last wave ends in whole rounds (rounds_cap)
             cap, full, quant = self.cap, self.cap_full, self.quant
             for i in active:
                 q = quant[i]

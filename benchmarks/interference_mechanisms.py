@@ -11,7 +11,9 @@ Mechanisms (each a preset value with its source, docs/validation.md "Interferenc
 - memory-side L2: communication's DRAM bytes pass the L2 that feeds the GEMM's tiles
   (``compute.l2_memory_side``; off: they reach DRAM by another path);
 - HBM queueing: the loaded latency of the GEMM's window-limited loads and the read/write turnaround
-  (``hbm.service_s`` and ``hbm.turnaround``; off: both 0).
+  (``hbm.service_s`` and ``hbm.turnaround``; off: both 0);
+- block dispatch in launch order: a kernel launched while an earlier one's blocks fill the CUs waits
+  for them (``compute.dispatch = "launch_order"``; off: ``shared``, the CUs shared as they free).
 Not a test; every number is a slowdown in per cent of the GEMM alone.
 """
 
@@ -31,11 +33,13 @@ COMMS = (  # (label, interference keywords)
     ("all-gather 256 MiB, copy engines", dict(comm="all_gather", nbytes=256 << 20, gpus=8, executor="dma")),
     ("copy-engine copy 1 GiB", dict(comm="ce_copy", nbytes=1 << 30, gpus=1)),
     ("copy kernel 1 GiB on 16 CUs", dict(comm="sm_copy", nbytes=1 << 30, gpus=1, cus=16)),
+    ("driver copy 256 MiB (memcpy)", dict(comm="memcpy", nbytes=256 << 20, gpus=1)),
 )
 OFF = (
     ("held CUs off", {"collective.exclusive_cus": False}),
     ("memory-side L2 off", {"compute.l2_memory_side": False}),
     ("HBM queueing off", {"hbm.service_s": 0.0, "hbm.turnaround": 0.0}),
+    ("dispatch shared", {"compute.dispatch": "shared"}),
 )
 
 

@@ -329,7 +329,8 @@ def overlap(
 
 
 INTERFERERS = (
-    "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sm_copy", "sm_reduce", "ce_copy", "ce_d2h", "ce_h2d",
+    "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "sm_copy", "sm_reduce", "memcpy", "ce_copy", "ce_d2h",
+    "ce_h2d",
 )  # fmt: skip
 
 
@@ -342,14 +343,17 @@ def interference(
     (:mod:`t3.ops.interference`): ``comm`` is a collective of ``nbytes`` (nccl-tests sizes) on ``gpus``
     GPUs (``all_reduce``, ``reduce_scatter``, ``all_gather``, ``all_to_all``; ``algo`` as
     :func:`collective`), or one GPU's own traffic (``gpus=1``): ``sm_copy`` (a copy kernel of ``nbytes``
-    on ``cus`` CUs, 0 = every CU), ``sm_reduce`` (``c = a + b``, ``nbytes`` of output), ``ce_copy`` (a
-    copy of ``nbytes`` on the copy engines, device to device) or ``ce_d2h`` / ``ce_h2d`` (to / from host
+    on ``cus`` CUs, 0 = every CU), ``sm_reduce`` (``c = a + b``, ``nbytes`` of output), ``memcpy`` (the
+    driver's device-to-device copy, which runs on the SMs), ``ce_copy`` (a copy of ``nbytes`` on the
+    copy engines, device to device) or ``ce_d2h`` / ``ce_h2d`` (to / from host
     memory over ``dma.host_link_Bps``). A collective's ``executor``: the library's CU kernels
     (``cu``) or the copy engines (``dma``), and its ``channels`` (0: the preset's). ``arrangement``:
     ``background`` (the other kernel runs back to back for the whole of each one's span), ``held`` (one
     launch of the communication holding its CUs for longer than the GEMM, launched first) or ``together``
     (both launched once at the same moment; ``lead_s``: the GEMM starts that much after the
-    communication, and its time together includes the wait).
+    communication, and its time together includes the wait). The communication is launched first, and
+    a kernel launched later gets only the CUs the earlier one's blocks leave (block dispatch,
+    :mod:`t3.ops.interference`).
 
     Returns ``gemm_alone_s``, ``gemm_together_s``, ``comm_alone_s``, ``comm_together_s`` and the
     slowdowns ``gemm_slowdown_pct`` / ``comm_slowdown_pct`` (100 x (together / alone - 1)); with

@@ -11,8 +11,8 @@ import pytest
 from t3.measure.backend import classify_copy
 
 
-def test_profiler_names_tell_a_copy_engine_from_a_kernel():
-    assert "a Memcpy (copy engine), no kernel" in classify_copy(["Memcpy DtoD (Device -> Device)"])
+def test_profiler_names_tell_a_memcpy_from_a_kernel():
+    assert "a Memcpy, no kernel" in classify_copy(["Memcpy DtoD (Device -> Device)"])
     assert "a Memcpy" in classify_copy(["Memcpy HtoD (Pinned -> Device)"])
     assert "not a copy engine" in classify_copy(
         ["Memcpy DtoD (Device -> Device)", "void at::native::copy_kernel"]

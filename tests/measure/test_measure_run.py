@@ -74,7 +74,7 @@ def test_every_suite_writes_rows_that_load(run):
     assert {r.workload["comm"] for r in intf} == {
         "sm_copy",
         "sm_reduce",
-        "ce_copy",
+        "memcpy",
         "ce_h2d",
     }  # the CPU plan: d2d, h2d
     assert {r.workload["victim"] for r in intf} == {"compute", "comm", "pair"}

@@ -56,7 +56,7 @@ def describe(row) -> str:
     if row.category == "gemm_tflops":
         return f"GEMM {w['m']}x{w['n']}x{w['k']} {w['dtype']}"
     if row.category == "interference":
-        if w["comm"] in ("sm_copy", "sm_reduce", "ce_copy"):
+        if w["comm"] in ("sm_copy", "sm_reduce", "memcpy", "ce_copy"):
             comm = f"{w['comm']} {_size(w['nbytes'])}" + (f" on {w['cus']} CUs" if w["cus"] else "")
         else:
             comm = f"{w['comm']} {_size(w['nbytes'])} x{w['gpus']}" + (

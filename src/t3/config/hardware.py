@@ -88,6 +88,13 @@ class Compute(_Strict):
         description="a flag (signal) stored by a kernel and seen by a kernel polling it on another stream or"
         " GPU's memory of the same GPU (0 = free)",
     )
+    dispatch: Literal["launch_order", "shared"] = Field(
+        default="shared",
+        description="how the thread blocks of kernels on different streams reach the CUs: launch_order, every"
+        " block of a kernel goes out before a later kernel's, so a kernel launched while an earlier one's"
+        " blocks fill the CUs waits for them (NVIDIA's left-over policy); shared, running kernels share the"
+        " CUs as they free (the fluid model)",
+    )
     cu_inflight_bytes: float = Field(
         default=0.0,
         ge=0,

@@ -363,7 +363,7 @@ def classify_copy(names: list[str]) -> str:
     copies = [n for n in names if any(w in n.lower() for w in words)]
     kernels = [n for n in names if n not in copies]
     if copies and not kernels:
-        return f"torch.profiler shows it as {copies[0]!r}, a Memcpy (copy engine), no kernel"
+        return f"torch.profiler shows it as {copies[0]!r}, a Memcpy, no kernel"
     if kernels:
         return f"torch.profiler shows kernel(s) {', '.join(repr(k[:60]) for k in kernels[:2])}: not a copy engine"
     return "not verified (torch.profiler recorded no GPU activity)"

@@ -14,8 +14,24 @@ The interferers (the measurement kit ``t3 measure`` produces the local ones on o
   ``nbytes``);
 - ``sm_reduce``: a reduction kernel ``c = a + b`` on ``cus`` CUs with ``nbytes`` of output (reads twice
   that);
+- ``memcpy``: the driver's device-to-device copy of ``nbytes`` on one GPU (``cudaMemcpyAsync``, what
+  ``tensor.copy_`` issues), which CUDA runs as a copy kernel on every SM, not on the copy engines: the same
+  as ``sm_copy`` on every CU (on an H100 and an H200 ``t3 measure`` times the two alike, 180 / 184 us and
+  128 / 132 us for 256 MiB, and either waits for a GEMM launched before it; CUDA's
+  ``CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE`` exists to ask for the copy engines instead);
 - ``ce_copy``: a device-to-device copy of ``nbytes`` on the copy (DMA) engines; ``ce_d2h`` / ``ce_h2d``:
   a copy to / from host memory (a DRAM read / write only), over the host link (``dma.host_link_Bps``).
+
+Block dispatch (:meth:`ScheduleBuilder.kernel`, on a preset whose ``compute.dispatch`` is
+``launch_order``; ``shared``: the fluid share of the CUs): the communication is launched first, as ``t3 measure``
+queues it (its stream's launches before the GEMM's). The GEMM fills the CUs from its start to its end
+(the cuBLAS kernels of the H100 and H200 are persistent, one block per SM looping over the tiles, whose
+blocks retire only in the last round, ``measurements/*/kernel-facts.json``; the CUs a GEMM of fewer
+tiles than CUs leaves idle are not offered to a later kernel: ``t3 measure`` shows its blocks packed
+several to an SM there, a case not modelled) and a local kernel on every CU fills them for its whole
+run (a library kernel of many short blocks); a kernel on ``cus`` blocks holds them and fills nothing.
+A collective's kernels and the copy engines are not declared: they share the CUs as the fluid model
+does.
 
 Arrangements: ``background`` (the other kernel runs back to back for the whole of the victim's span,
 as a measurement keeps it busy), ``held`` (one launch of the communication that holds its CUs for
@@ -35,7 +51,7 @@ from t3.sim.schedule import Ref, ScheduleBuilder
 from t3.workload.sublayers import GemmShape
 
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
-LOCAL = ("sm_copy", "sm_reduce", "ce_copy", "ce_d2h", "ce_h2d")
+LOCAL = ("sm_copy", "sm_reduce", "memcpy", "ce_copy", "ce_d2h", "ce_h2d")
 ARRANGEMENTS = ("background", "together", "held")
 # background runs: repetitions of the other kernel are added until they outlast the victim; at most this
 # many (a communication this much shorter than the GEMM is better measured another way)
@@ -61,9 +77,10 @@ class Comm:
         return f"{self.kind} {self.nbytes:.0f} B{on}"
 
 
-def add_comm(b: ScheduleBuilder, comm: Comm, prefix: str, after: list[Ref]) -> list[Ref]:
+def add_comm(b: ScheduleBuilder, comm: Comm, prefix: str, after: list[Ref], launch: bool = True) -> list[Ref]:
     """Add one instance of ``comm`` on GPU 0 (every GPU, symmetric) starting after ``after``; returns
-    the refs that end it."""
+    the refs that end it. ``launch``: a kernel of its own (block dispatch declared); False: the
+    continuation of the kernel before it (one launch looping on, as ``held`` runs it)."""
     from t3.ops import collectives as co
 
     hw = b.hw
@@ -99,8 +116,11 @@ def add_comm(b: ScheduleBuilder, comm: Comm, prefix: str, after: list[Ref]) -> l
         b.add(0, prefix, kind="comm", cat="a2a", work=work, delay_s=hw.dma.command_overhead_s, deps=list(after),
               traffic={"a2a_read": s, "a2a_write": s}, window=ex.window(hw))  # fmt: skip
         return [(0, prefix)]
-    reads, writes = (s, s) if comm.kind == "sm_copy" else (2 * s, s)
-    add_stream_kernel(b, prefix, reads, writes, comm.cus, after, cat="a2a")
+    reads, writes = (2 * s, s) if comm.kind == "sm_reduce" else (s, s)
+    cus = 0 if comm.kind == "memcpy" else comm.cus
+    add_stream_kernel(b, prefix, reads, writes, cus, after, cat="a2a")
+    if launch and hw.compute.dispatch == "launch_order":
+        b.kernel(0, prefix, fills=() if cus else (prefix,))
     return [(0, prefix)]
 
 
@@ -161,12 +181,14 @@ def _span(res, prefixes: tuple[str, ...]) -> float:
 
 
 def _run(
-    hw: Hardware, shape: GemmShape, comm: Comm, gemms: int, comms: int, lead: tuple[str, float] = ("", 0.0)
-) -> tuple[float, float, int]:
+    hw: Hardware, shape: GemmShape, comm: Comm, gemms: int, comms: int, lead: tuple[str, float] = ("", 0.0),
+    one_launch: bool = False,
+) -> tuple[float, float, int]:  # fmt: skip
     """GEMMs run ``gemms`` times back to back and the communication ``comms`` times back to back, the
     two chains side by side from time 0 (0 repetitions: absent); ``lead`` = (``"gemm"`` or ``"comm"``,
-    seconds): that chain starts so much later. Returns (end of the GEMM chain, end of the communication
-    chain, engine events)."""
+    seconds): that chain starts so much later; ``one_launch``: the communication's repetitions are one
+    kernel looping on (``held``), not launches of their own. Returns (end of the GEMM chain, end of the
+    communication chain, engine events)."""
     from t3.ops.gemm import add_gemm, plan_gemm
     from t3.sim.engine import Engine
 
@@ -180,12 +202,16 @@ def _run(
         b.add(0, f"{chain}.lead", kind="lead", cat="gemm" if chain == "gemm" else "a2a", delay_s=lead_s)
         return [(0, f"{chain}.lead")]
 
-    after: list[Ref] = start("gemm") if gemms else []
+    # the communication's chain first: launched first (block dispatch, see the module's docstring)
+    after: list[Ref] = start("comm") if comms else []
+    for i in range(comms):
+        after = add_comm(b, comm, f"comm{i}", after, launch=not (one_launch and i))
+    after = start("gemm") if gemms else []
+    waves = len(plan.waves)
     for i in range(gemms):
         after = add_gemm(b, 0, plan, prefix=f"gemm{i}", deps=after)[-1:]
-    after = start("comm") if comms else []
-    for i in range(comms):
-        after = add_comm(b, comm, f"comm{i}", after)
+        if hw.compute.dispatch == "launch_order":
+            b.kernel(0, f"gemm{i}.L0", fills=[f"gemm{i}.{x}{w}" for w in range(waves) for x in "LC"])
     res = Engine().run(b.build())
     return _span(res, ("gemm",)), _span(res, ("comm",)), res.events
 
@@ -222,7 +248,7 @@ def interference(
                         f"{MAX_REPEATS} times shorter than the {victim}; a background of it is not modelled"
                     )
                 args = (1, reps) if victim == "gemm" else (reps, 1)
-                g, c, ev = _run(hw, shape, comm, *args)
+                g, c, ev = _run(hw, shape, comm, *args, one_launch=arrangement == "held")
                 events += ev
                 mine, theirs = (g, c) if victim == "gemm" else (c, g)
                 if theirs > mine * (1 + 1e-9):  # the background outlasted the victim

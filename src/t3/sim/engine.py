@@ -16,6 +16,12 @@ Counting semaphores (:class:`~t3.sim.schedule.Semaphore`) model finite tables an
 that must ``acquire`` units waits (first come, first served) until they are free, then starts; units
 come back when an op that releases them finishes. ``Result.meta["semaphores"]`` reports, per
 semaphore, the peak units held, the number of ops that had to wait and their total waiting time.
+
+Block dispatch (:meth:`~t3.sim.schedule.ScheduleBuilder.kernel`): a kernel declared on a GPU's CUs
+(``Op.admit``) begins only when no op filling them (``Op.fills``) is in progress, in launch order, first
+come first served; a waiting kernel is let in once the instant's other work is done (a filling kernel's
+next wave has begun by then). ``Result.meta["dispatch"]`` reports how many kernels waited and for how
+long in all. The compiled core does not run schedules that declare it yet (the Python loop does).
 """
 
 from __future__ import annotations
@@ -63,7 +69,8 @@ class Result:
 
 class DeadlockError(SimulationError):
     """The schedule cannot finish. ``kind`` says why: ``"resource"`` (running ops get no share of
-    ``names``), ``"delay"`` (an op waits forever), ``"overflow"`` (the time left overflows: rates on
+    ``names``), ``"delay"`` (an op waits forever), ``"dispatch"`` (kernels wait forever for the CUs
+    ``names``), ``"overflow"`` (the time left overflows: rates on
     ``names`` too small for double precision), ``"semaphore"`` (ops wait forever for units of the
     semaphores ``names``) or ``"dependency"`` (ops never became ready); the message names them."""
 
@@ -193,6 +200,14 @@ class Engine:
         reserved = [0.0] * len(res) if excl is not None else None
         held_changed = False
         levels: list[list[tuple[float, int]]] | None = [[] for _ in range(ns)] if self.trace else None
+        # block dispatch (Op.admit / Op.fills): per CU pool, the ops in progress that fill it and the
+        # kernels waiting, in launch order, for it to have free CUs
+        dispatch = static_dispatch(sched)
+        filling: dict[int, int] = {}
+        admitq: dict[int, deque[int]] = {}
+        admitted = [False] * n if dispatch is not None else None
+        adm_since: dict[int, float] = {}
+        adm_waits = [0, 0.0]  # kernels that waited, their total wait (s)
 
         def fits(i: int) -> bool:
             return all(held[s] == 0 or held[s] + u <= sems[s].capacity for s, u in ops[i].acquire)
@@ -226,76 +241,104 @@ class Engine:
         def process() -> bool:
             nonlocal seq, held_changed
             changed = False
-            while work:
-                w = pop()
-                i = w >> 2
-                what = w & 3
-                op: Op = ops[i]
-                if what == 0:
-                    if op.acquire and not granted[i]:
-                        s0 = op.acquire[0][0]
-                        if any(queues[s] for s, _ in op.acquire) or not fits(i):
-                            queues[s0].append(i)
-                            since[i] = now
-                            waits[s0] += 1
+            while True:
+                while work:
+                    w = pop()
+                    i = w >> 2
+                    what = w & 3
+                    op: Op = ops[i]
+                    if what == 0:
+                        if admitted is not None and op.admit >= 0 and not admitted[i]:
+                            p = op.admit
+                            if filling.get(p, 0) or admitq.get(p):
+                                admitq.setdefault(p, deque()).append(i)
+                                adm_since[i] = now
+                                adm_waits[0] += 1
+                                continue
+                            admitted[i] = True
+                        if op.acquire and not granted[i]:
+                            s0 = op.acquire[0][0]
+                            if any(queues[s] for s, _ in op.acquire) or not fits(i):
+                                queues[s0].append(i)
+                                since[i] = now
+                                waits[s0] += 1
+                                continue
+                            take(i)
+                        start[i] = now
+                        if admitted is not None and op.fills >= 0:
+                            filling[op.fills] = filling.get(op.fills, 0) + 1
+                        if excl is not None and excl[i]:
+                            for r in excl[i]:
+                                inuse[r] += 1
+                                if inuse[r] == 1:
+                                    reserved[res[r].parent] += res[r].capacity
+                                    held_changed = changed = True
+                        if op.on_start is not None:
+                            op.on_start()
+                        d = op.delay_s
+                        if d > 0:
+                            if jitter:
+                                d *= 1.0 + jitter * rng.random() if rng else 1.0 + jitter
+                            heappush(heap, (now + d, seq, i))
+                            seq += 1
+                        else:
+                            push(w | 1)
+                    elif what == 1:
+                        if op.demands:
+                            active.append(i)
+                            changed = True
+                        else:
+                            push(w | 2)
+                    else:
+                        end[i] = now
+                        if admitted is not None and op.fills >= 0:
+                            filling[op.fills] -= 1
+                        if excl is not None and excl[i]:
+                            for r in excl[i]:
+                                inuse[r] -= 1
+                                if inuse[r] == 0:
+                                    reserved[res[r].parent] -= res[r].capacity
+                                    held_changed = changed = True
+                        if op.on_finish is not None:
+                            op.on_finish()
+                        if op.release:
+                            for s, u in op.release:
+                                held[s] -= u
+                                if levels is not None:
+                                    levels[s].append((now, held[s]))
+                            drain()
+                        kids = children[i]
+                        if kids is None:
                             continue
-                        take(i)
-                    start[i] = now
-                    if excl is not None and excl[i]:
-                        for r in excl[i]:
-                            inuse[r] += 1
-                            if inuse[r] == 1:
-                                reserved[res[r].parent] += res[r].capacity
-                                held_changed = changed = True
-                    if op.on_start is not None:
-                        op.on_start()
-                    d = op.delay_s
-                    if d > 0:
-                        if jitter:
-                            d *= 1.0 + jitter * rng.random() if rng else 1.0 + jitter
-                        heappush(heap, (now + d, seq, i))
-                        seq += 1
-                    else:
-                        push(w | 1)
-                elif what == 1:
-                    if op.demands:
-                        active.append(i)
-                        changed = True
-                    else:
-                        push(w | 2)
-                else:
-                    end[i] = now
-                    if excl is not None and excl[i]:
-                        for r in excl[i]:
-                            inuse[r] -= 1
-                            if inuse[r] == 0:
-                                reserved[res[r].parent] -= res[r].capacity
-                                held_changed = changed = True
-                    if op.on_finish is not None:
-                        op.on_finish()
-                    if op.release:
-                        for s, u in op.release:
-                            held[s] -= u
-                            if levels is not None:
-                                levels[s].append((now, held[s]))
-                        drain()
-                    kids = children[i]
-                    if kids is None:
-                        continue
-                    if rng:
-                        new = []
-                        for c in kids:
-                            indeg[c] -= 1
-                            if indeg[c] == 0:
-                                new.append(c << 2)
-                        rng.shuffle(new)
-                        work.extend(new)
-                    else:
-                        for c in kids:
-                            indeg[c] -= 1
-                            if indeg[c] == 0:
-                                push(c << 2)
-            return changed
+                        if rng:
+                            new = []
+                            for c in kids:
+                                indeg[c] -= 1
+                                if indeg[c] == 0:
+                                    new.append(c << 2)
+                            rng.shuffle(new)
+                            work.extend(new)
+                        else:
+                            for c in kids:
+                                indeg[c] -= 1
+                                if indeg[c] == 0:
+                                    push(c << 2)
+                if not (admitq and admit_next()):
+                    return changed
+                changed = True
+
+        def admit_next() -> bool:
+            """Once the instant's work is done (a kernel's next wave has begun), the first waiting kernel
+            of a CU pool no op fills any more begins; one at a time, since it may fill the pool itself."""
+            for p in sorted(admitq):  # pools in index order
+                q = admitq[p]
+                if q and not filling.get(p, 0):
+                    i = q.popleft()
+                    admitted[i] = True
+                    adm_waits[1] += now - adm_since.pop(i)
+                    push(i << 2)
+                    return True
+            return False
 
         allocator = alloc.fresh()
         allocate = allocator.allocate
@@ -345,8 +388,16 @@ class Engine:
             if work and process():
                 dirty = True
         if any(math.isnan(e) for e in end):
+            waiting = [i for q in admitq.values() for i in q]
+            if waiting:
+                raise DeadlockError(
+                    f"kernels wait forever for free CUs (an op filling their CUs never finishes): "
+                    f"{_op_names(ops, waiting)}", "dispatch", tuple(res[p].name for p, q in admitq.items() if q),
+                )  # fmt: skip
             raise _unfinished(ops, end, queues, sems, held)
         meta: dict = {}
+        if adm_waits[0]:
+            meta["dispatch"] = {"waits": adm_waits[0], "wait_s": adm_waits[1]}
         if ns:
             meta["semaphores"] = {
                 sm.name: {"capacity": sm.capacity, "peak": peak[k], "waits": waits[k], "wait_s": wait_s[k]}
@@ -370,7 +421,10 @@ def _static(sched: Schedule, native: bool = True) -> tuple:
     preparation (None where it does not run the schedule). When the core covers the schedule (and
     ``native``), only its preparation is made (the other items are None until a Python run needs them)."""
     nat = None
-    if native and _native is not None and all(_plain(r.policy) for r in sched.resources):
+    if (
+        native and _native is not None and all(_plain(r.policy) for r in sched.resources)
+        and static_dispatch(sched) is None
+    ):  # fmt: skip
         nat = _native.prepare(sched, _SIGS, _SIG_NUMBERS, _RKEYS, _RKEY_NUMBERS)
         if nat is not None:
             return None, None, None, None, None, nat
@@ -425,6 +479,16 @@ def static_holds(sched: Schedule) -> list[tuple[int, ...]] | None:
             h = None
         sched.__dict__["_holds"] = h
     return sched.__dict__["_holds"]
+
+
+def static_dispatch(sched: Schedule) -> list[tuple[int, int]] | None:
+    """Per op, its block dispatch (``Op.admit``, ``Op.fills``), or None when no op of the schedule
+    declares one (:meth:`ScheduleBuilder.kernel`); derived once per schedule. The compiled core does
+    not run such schedules yet: the Python loop does."""
+    if "_dispatch" not in sched.__dict__:
+        d = [(op.admit, op.fills) for op in sched.ops]
+        sched.__dict__["_dispatch"] = d if any(a >= 0 or f >= 0 for a, f in d) else None
+    return sched.__dict__["_dispatch"]
 
 
 def _snapshot(active, ops, res, rate) -> dict[tuple[int, str], float]:

@@ -94,6 +94,12 @@ class Op:
     # GEMM ends after whole rounds, ceil(tiles / min(c, width)) (t3.sim.engine.rounds_cap: the tail no
     # later tile fills). (): fluid
     rounds: tuple[float, float] | tuple[()] = ()
+    # block dispatch (:meth:`ScheduleBuilder.kernel`): ``admit`` >= 0, the CU pool on which the op begins a
+    # kernel whose blocks need free CUs: it begins only when no op filling that pool is in progress, in
+    # launch order (first come, first served); ``fills`` >= 0, the CU pool whose free CUs the op's blocks
+    # take while it is in progress, none given up to a kernel launched after it. -1: neither
+    admit: int = -1
+    fills: int = -1
 
 
 @dataclass(slots=True)
@@ -415,10 +421,29 @@ class ScheduleBuilder:
         new = Op(
             len(self._ops), ref[0], key, op.kind, op.cat, op.demands, op.caps, op.delay_s, [], op.traffic,
             op.prio, None, None, op.acquire, op.release, op.writes, op.window, op.id if op.like < 0 else op.like,
-            op.rounds,
+            op.rounds,  # (not its block dispatch: :meth:`kernel` declares each kernel's own)
         )  # fmt: skip
         self._append(ref, new, deps)
         return new
+
+    def kernel(self, gpu: int, first: Hashable, fills: Iterable[Hashable] = ()) -> None:
+        """Declare how a kernel's thread blocks reach the CUs of ``gpu`` (NVIDIA's dispatch: a kernel's
+        blocks go to CUs with room for them, and a kernel launched later gets only what the earlier
+        kernels' blocks leave, all of whose blocks are dispatched first: the *left-over* policy, Pai et
+        al., "Improving GPGPU concurrency with elastic kernels", ASPLOS 2013; NVIDIA/nccl#1431 shows it
+        for a collective launched after a GEMM). The kernel begins with op ``first``: it begins only
+        when no kernel launched before it fills the CUs, in launch order. While an op of ``fills`` is in
+        progress the kernel takes every CU it can hold and gives none up to a later kernel: a kernel
+        whose blocks outnumber the free CUs (its pending blocks are dispatched before any later
+        kernel's), or a persistent kernel until its end. Ops not declared are dispatched as before: a
+        fluid share of the CUs."""
+        cu = self.cu(gpu)
+        ops, index = self._ops, self._index
+        for key, field_ in ((first, "admit"), *((k, "fills") for k in fills)):
+            ref = self.ref(gpu, key)
+            if ref not in index:
+                raise ScheduleError(f"kernel: unknown op {ref}")
+            setattr(ops[index[ref]], field_, cu)
 
     def has(self, gpu: int, key: Hashable) -> bool:
         return self.ref(gpu, key) in self._index

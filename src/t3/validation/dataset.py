@@ -40,7 +40,7 @@ ROLES = ("calibration", "validation")
 
 # the concurrent communications an interference row may name (workload field ``comm``)
 COLLECTIVE_INTERFERERS = ("all_reduce", "reduce_scatter", "all_gather", "all_to_all")
-LOCAL_INTERFERERS = ("sm_copy", "sm_reduce", "ce_copy", "ce_d2h", "ce_h2d")
+LOCAL_INTERFERERS = ("sm_copy", "sm_reduce", "memcpy", "ce_copy", "ce_d2h", "ce_h2d")
 INTERFERERS = COLLECTIVE_INTERFERERS + LOCAL_INTERFERERS
 
 # category -> accepted units (the first one is the unit the category is compared in)
@@ -103,9 +103,10 @@ WORKLOADS: dict[str, dict[str, Field]] = {
         "dtype": Field(str, "bf16"),
         # the concurrent communication (INTERFERERS): a library collective on `gpus` GPUs, or one GPU's
         # own traffic: a copy kernel (sm_copy) or a reduction kernel (sm_reduce, a + b -> c) on `cus` CUs,
-        # or copies on the copy engines (ce_copy: device to device; ce_d2h / ce_h2d: to / from host memory)
+        # the driver's device-to-device copy on one GPU (memcpy: cudaMemcpyAsync, run on the SMs), or copies
+        # on the copy engines (ce_copy: device to device; ce_d2h / ce_h2d: to / from host memory)
         "comm": Field(str, choices=INTERFERERS),
-        "nbytes": Field(int, minimum=1),  # collectives: the nccl-tests size; sm_* / ce_copy: bytes copied
+        "nbytes": Field(int, minimum=1),  # collectives: the nccl-tests size; others: bytes copied
         "gpus": Field(int, 8, minimum=1),  # GPUs of a collective; 1 for a single GPU's own traffic
         "cus": Field(int, 0, minimum=0),  # CUs (thread blocks) of an sm_* kernel (0: every CU)
         "algo": Field(str, "auto"),  # a collective's algorithm (as api.collective's algo)

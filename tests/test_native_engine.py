@@ -59,7 +59,7 @@ def _same(a, b) -> None:
 
 
 @st.composite
-def schedules(draw):
+def schedules(draw, dispatch: bool = False):
     n_res = draw(st.integers(1, 4))
     res = []
     for r in range(n_res):
@@ -84,6 +84,9 @@ def schedules(draw):
         window = draw(st.sampled_from([0.0, 0.0, 0.5, 3.0]))
         ops.append(Op(i, 0, i, "x", "c", demands, caps, delay, deps, {}, draw(st.integers(0, 2)),
                       writes=writes, window=window))  # fmt: skip
+        if dispatch:  # block dispatch on one or two CU pools (any resource serves as the pool)
+            ops[-1].admit = draw(st.sampled_from([-1, -1, 0, n_res - 1]))
+            ops[-1].fills = draw(st.sampled_from([-1, -1, 0, n_res - 1]))
     return Schedule("random", ops, res, 1, [0])
 
 
@@ -94,6 +97,16 @@ def test_random_schedules_bit_for_bit(sched):
     a, b = _both(sched)
     assert sched.__dict__["_engine_static"][5] is not None  # the compiled core ran it
     _same(a, b)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(schedules(dispatch=True))
+def test_random_schedules_with_block_dispatch_bit_for_bit(sched):
+    a, b = _both(sched)
+    assert sched.__dict__["_engine_static"][5] is not None
+    _same(a, b)
+    assert b.meta == a.meta  # the dispatch waits and their total time, or nothing where none waited
 
 
 @needs_native

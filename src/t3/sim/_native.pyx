@@ -80,6 +80,9 @@ cdef class Static:
     cdef double *q_a
     cdef double *q_t
     cdef double *q_w
+    cdef int *admit  # per op: Op.admit, Op.fills (block dispatch; -1: none)
+    cdef int *fillr
+    cdef int any_disp
     cdef list sig
     cdef object rkey
 
@@ -104,6 +107,8 @@ cdef class Static:
         free(self.q_a)
         free(self.q_t)
         free(self.q_w)
+        free(self.admit)
+        free(self.fillr)
 
 
 def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
@@ -171,6 +176,13 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
     st.q_a = <double*>_alloc(nq * sizeof(double))
     st.q_t = <double*>_alloc(nq * sizeof(double))
     st.q_w = <double*>_alloc(nq * sizeof(double))
+    st.admit = <int*>_alloc(n * sizeof(int))
+    st.fillr = <int*>_alloc(n * sizeof(int))
+    st.any_disp = 0
+    for i in range(n):
+        st.admit[i], st.fillr[i] = ops[i].admit, ops[i].fills
+        if st.admit[i] >= 0 or st.fillr[i] >= 0:
+            st.any_disp = 1
     st.any_excl = 0
     st.any_mem = 0
     caps_l = []
@@ -398,6 +410,18 @@ cdef class Run:
     cdef int *inuse
     cdef double *reserved
     cdef double *capc
+    # block dispatch (Engine.run's filling / admitq): per CU pool the ops in progress filling it and a
+    # FIFO of the kernels waiting for it (head, tail, next), per op whether it was admitted, since when
+    # it waits; the waits and their total time
+    cdef int *filling
+    cdef int *aq_head
+    cdef int *aq_tail
+    cdef int *aq_next
+    cdef char *admitted
+    cdef double *aq_since
+    cdef int aq_n
+    cdef public long disp_waits
+    cdef public double disp_wait_s
     cdef bint held_changed
     cdef object hkey
 
@@ -416,7 +440,7 @@ cdef class Run:
         self.heap_t = <double*>_alloc(n * sizeof(double))
         self.heap_s = <long long*>_alloc(n * sizeof(long long))
         self.heap_i = <int*>_alloc(n * sizeof(int))
-        self.work = <int*>_alloc((3 * n + 1) * sizeof(int))
+        self.work = <int*>_alloc((4 * n + 1) * sizeof(int))  # begin (twice if it waited), enter, finish
         self.capx = <double*>_alloc(n * sizeof(double))
         self.avail = <double*>_alloc(nres * sizeof(double))
         self.avail_st = <int*>_alloc(nres * sizeof(int))
@@ -452,6 +476,12 @@ cdef class Run:
         self.inuse = <int*>_alloc(nres * sizeof(int))
         self.reserved = <double*>_alloc(nres * sizeof(double))
         self.capc = <double*>_alloc(nres * sizeof(double))
+        self.filling = <int*>_alloc(nres * sizeof(int))
+        self.aq_head = <int*>_alloc(nres * sizeof(int))
+        self.aq_tail = <int*>_alloc(nres * sizeof(int))
+        self.aq_next = <int*>_alloc(n * sizeof(int))
+        self.admitted = <char*>_alloc(n * sizeof(char))
+        self.aq_since = <double*>_alloc(n * sizeof(double))
         cdef int i
         for i in range(nres):
             self.avail_st[i] = self.load_st[i] = self.sat_st[i] = self.ask_st[i] = 0
@@ -470,14 +500,15 @@ cdef class Run:
         self.sig = st.sig
 
     def __dealloc__(self):
-        cdef void* ps[47]
+        cdef void* ps[53]
         ps[:] = [self.rate, self.remaining, self.start, self.end, self.indeg, self.active, self.keep,
                  self.done, self.heap_t, self.heap_s, self.heap_i, self.work, self.capx, self.avail,
                  self.avail_st, self.load, self.load_st, self.touched, self.sat_st, self.used, self.lim,
                  self.lim_st, self.buf_a, self.buf_b, self.lvl_ops, self.capm, self.eta, self.ask_t,
                  self.ask_w, self.ask_st, self.ask_order, self.f0, self.f1, self.blv, self.blk, self.bln,
                  self.on_mem, self.grp_ops, self.grp_off, self.parent, self.par_st, self.root_g,
-                 self.root_st, self.gid, self.inuse, self.reserved, self.capc]
+                 self.root_st, self.gid, self.inuse, self.reserved, self.capc, self.filling, self.aq_head,
+                 self.aq_tail, self.aq_next, self.admitted, self.aq_since]
         for p in ps:
             free(p)
 
@@ -530,51 +561,87 @@ cdef class Run:
     cdef bint _process(self, long long *seq):
         cdef Static st = self.st
         cdef bint changed = False
-        cdef int w, i, what, k, c
+        cdef int w, i, what, k, c, p
         cdef double d
-        while self.whead < self.wtail:
-            w = self.work[self.whead]
-            self.whead += 1
-            i = w >> 2
-            what = w & 3
-            if what == 0:
-                self.start[i] = self.now
-                for k in range(st.excl_off[i], st.excl_off[i + 1]):
-                    c = st.excl_r[k]
-                    self.inuse[c] += 1
-                    if self.inuse[c] == 1:
-                        self.reserved[st.parent[c]] += st.cap[c]
-                        self.held_changed = changed = True
-                d = st.delay[i]
-                if d > 0:
-                    self._hpush(self.now + d, seq[0], i)
-                    seq[0] += 1
-                else:
-                    self.work[self.wtail] = w | 1
-                    self.wtail += 1
-            elif what == 1:
-                if st.dem_off[i + 1] > st.dem_off[i]:
-                    self.active[self.na] = i
-                    self.na += 1
-                    changed = True
-                else:
-                    self.work[self.wtail] = w | 2
-                    self.wtail += 1
-            else:
-                self.end[i] = self.now
-                for k in range(st.excl_off[i], st.excl_off[i + 1]):
-                    c = st.excl_r[k]
-                    self.inuse[c] -= 1
-                    if self.inuse[c] == 0:
-                        self.reserved[st.parent[c]] -= st.cap[c]
-                        self.held_changed = changed = True
-                for k in range(st.kid_off[i], st.kid_off[i + 1]):
-                    c = st.kids[k]
-                    self.indeg[c] -= 1
-                    if self.indeg[c] == 0:
-                        self.work[self.wtail] = c << 2
+        while True:
+            while self.whead < self.wtail:
+                w = self.work[self.whead]
+                self.whead += 1
+                i = w >> 2
+                what = w & 3
+                if what == 0:
+                    p = st.admit[i]
+                    if p >= 0 and not self.admitted[i]:
+                        if self.filling[p] or self.aq_head[p] >= 0:
+                            self.aq_next[i] = -1
+                            if self.aq_head[p] < 0:
+                                self.aq_head[p] = i
+                            else:
+                                self.aq_next[self.aq_tail[p]] = i
+                            self.aq_tail[p] = i
+                            self.aq_n += 1
+                            self.aq_since[i] = self.now
+                            self.disp_waits += 1
+                            continue
+                        self.admitted[i] = 1
+                    self.start[i] = self.now
+                    if st.fillr[i] >= 0:
+                        self.filling[st.fillr[i]] += 1
+                    for k in range(st.excl_off[i], st.excl_off[i + 1]):
+                        c = st.excl_r[k]
+                        self.inuse[c] += 1
+                        if self.inuse[c] == 1:
+                            self.reserved[st.parent[c]] += st.cap[c]
+                            self.held_changed = changed = True
+                    d = st.delay[i]
+                    if d > 0:
+                        self._hpush(self.now + d, seq[0], i)
+                        seq[0] += 1
+                    else:
+                        self.work[self.wtail] = w | 1
                         self.wtail += 1
-        return changed
+                elif what == 1:
+                    if st.dem_off[i + 1] > st.dem_off[i]:
+                        self.active[self.na] = i
+                        self.na += 1
+                        changed = True
+                    else:
+                        self.work[self.wtail] = w | 2
+                        self.wtail += 1
+                else:
+                    self.end[i] = self.now
+                    if st.fillr[i] >= 0:
+                        self.filling[st.fillr[i]] -= 1
+                    for k in range(st.excl_off[i], st.excl_off[i + 1]):
+                        c = st.excl_r[k]
+                        self.inuse[c] -= 1
+                        if self.inuse[c] == 0:
+                            self.reserved[st.parent[c]] -= st.cap[c]
+                            self.held_changed = changed = True
+                    for k in range(st.kid_off[i], st.kid_off[i + 1]):
+                        c = st.kids[k]
+                        self.indeg[c] -= 1
+                        if self.indeg[c] == 0:
+                            self.work[self.wtail] = c << 2
+                            self.wtail += 1
+            if not (self.aq_n and self._admit_next()):
+                return changed
+            changed = True
+
+    cdef bint _admit_next(self):
+        # Engine.run's admit_next: the first waiting kernel of the first pool (by index) nothing fills
+        cdef int p, i
+        for p in range(self.nres):
+            i = self.aq_head[p]
+            if i >= 0 and not self.filling[p]:
+                self.aq_head[p] = self.aq_next[i]
+                self.aq_n -= 1
+                self.admitted[i] = 1
+                self.disp_wait_s += self.now - self.aq_since[i]
+                self.work[self.wtail] = i << 2
+                self.wtail += 1
+                return True
+        return False
 
     # ---- filling (Allocator._fill, default policies) ---------------------------------------------
     cdef void _fill(self, int *act, int na, double *cap, bint first_fill) except *:
@@ -1158,6 +1225,14 @@ cdef class Run:
         self.na = 0
         self.heap_n = 0
         self.whead = self.wtail = 0
+        for i in range(n):
+            self.admitted[i] = 0
+        for k in range(self.nres):
+            self.filling[k] = 0
+            self.aq_head[k] = -1
+        self.aq_n = 0
+        self.disp_waits = 0
+        self.disp_wait_s = 0.0
         self.now = 0.0
         for k in range(st.nfirst):
             self.work[self.wtail] = st.first[k] << 2
@@ -1215,9 +1290,10 @@ cdef class Run:
         for i in range(n):
             if self.end[i] != self.end[i]:
                 return None  # unfinished ops: the Python engine names them
-        return start, end, events
+        return start, end, events, self.disp_waits, self.disp_wait_s
 
 
 def run(Static st, dict fills):
-    """``(start, end, events)`` of a run, or None when it cannot finish (rerun it in Python)."""
+    """``(start, end, events, dispatch waits, their total time)`` of a run, or None when it cannot finish
+    (rerun it in Python)."""
     return Run(st, fills)._run()

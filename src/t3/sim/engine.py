@@ -21,7 +21,7 @@ Block dispatch (:meth:`~t3.sim.schedule.ScheduleBuilder.kernel`): a kernel decla
 (``Op.admit``) begins only when no op filling them (``Op.fills``) is in progress, in launch order, first
 come first served; a waiting kernel is let in once the instant's other work is done (a filling kernel's
 next wave has begun by then). ``Result.meta["dispatch"]`` reports how many kernels waited and for how
-long in all. The compiled core does not run schedules that declare it yet (the Python loop does).
+long in all (both engines).
 """
 
 from __future__ import annotations
@@ -167,8 +167,9 @@ class Engine:
         if nat is not None and self.native and not self.trace and self.rng is None and not self.jitter:
             out = _native.run(nat, _FILLS)
             if out is not None:  # (None: it cannot finish; the Python loop below names the deadlock)
-                start, end, events = out
-                return Result(sched, start, end, max(end, default=0.0), events, None, {})
+                start, end, events, waits, wait_s = out
+                meta = {"dispatch": {"waits": waits, "wait_s": wait_s}} if waits else {}
+                return Result(sched, start, end, max(end, default=0.0), events, None, meta)
         if static[0] is None:  # prepared for the compiled core only: the Python loop's part now
             static = sched.__dict__["_engine_static"] = (*_static(sched, native=False)[:5], nat)
         cap, children, xmax, first, alloc, _ = static
@@ -421,10 +422,7 @@ def _static(sched: Schedule, native: bool = True) -> tuple:
     preparation (None where it does not run the schedule). When the core covers the schedule (and
     ``native``), only its preparation is made (the other items are None until a Python run needs them)."""
     nat = None
-    if (
-        native and _native is not None and all(_plain(r.policy) for r in sched.resources)
-        and static_dispatch(sched) is None
-    ):  # fmt: skip
+    if native and _native is not None and all(_plain(r.policy) for r in sched.resources):
         nat = _native.prepare(sched, _SIGS, _SIG_NUMBERS, _RKEYS, _RKEY_NUMBERS)
         if nat is not None:
             return None, None, None, None, None, nat
@@ -483,8 +481,7 @@ def static_holds(sched: Schedule) -> list[tuple[int, ...]] | None:
 
 def static_dispatch(sched: Schedule) -> list[tuple[int, int]] | None:
     """Per op, its block dispatch (``Op.admit``, ``Op.fills``), or None when no op of the schedule
-    declares one (:meth:`ScheduleBuilder.kernel`); derived once per schedule. The compiled core does
-    not run such schedules yet: the Python loop does."""
+    declares one (:meth:`ScheduleBuilder.kernel`); derived once per schedule."""
     if "_dispatch" not in sched.__dict__:
         d = [(op.admit, op.fills) for op in sched.ops]
         sched.__dict__["_dispatch"] = d if any(a >= 0 or f >= 0 for a, f in d) else None

@@ -113,6 +113,8 @@ def test_a_short_communication_slows_less_launched_once_than_in_the_background()
         (dict(comm="all_gather", nbytes=0), "nbytes: must be >= 1"),
         (dict(comm="all_gather", nbytes=1 << 20, arrangement="sometimes"), "arrangement: unknown"),
         (dict(comm="all_gather", nbytes=1 << 20, algo="tree"), "algo: unknown algo"),
+        (dict(comm="memcpy", nbytes=1 << 20, gpus=1, first="both"), "first: unknown first"),
+        (dict(comm="memcpy", nbytes=1 << 20, gpus=1, first="gemm"), "first: an order of launch"),
     ],
 )
 def test_bad_inputs_name_the_field(kw, needle):
@@ -187,3 +189,29 @@ def test_an_l2_bound_wave_shares_the_l2_in_proportion():
         assert 1 + r["gemm_slowdown_pct"] / 100 == pytest.approx(expect, rel=0.02)
     else:
         assert r["gemm_slowdown_pct"] == pytest.approx(0.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(8192, 8192, 8192), (512, 8192, 8192), (4096, 7168, 8192)])
+@pytest.mark.parametrize("lead_s", [0.0, 20e-6])
+def test_on_launch_order_presets_the_kernel_launched_second_waits_for_one_on_every_sm(shape, lead_s):
+    """h200-8 dispatches in launch order: a GEMM and the driver's copy (a kernel on every SM) launched
+    together run one after the other, the second one's time being its wait plus its own (closed form:
+    the first one alone, then the second alone); on a `shared` preset both start at once."""
+    kw = dict(
+        comm="memcpy", nbytes=256 << 20, gpus=1, hardware="h200-8", arrangement="together", lead_s=lead_s
+    )
+    for first in ("comm", "gemm"):
+        r = api.interference(*shape, first=first, **kw)
+        g, c = r["gemm_alone_s"], r["comm_alone_s"]
+        launch = load_hardware("h200-8").compute.kernel_launch_s
+        if first == "comm":
+            assert r["comm_together_s"] == pytest.approx(c, rel=1e-9)
+            # the GEMM waits for the copy's end (its own launch overlaps the copy unless it comes later)
+            assert r["gemm_together_s"] == pytest.approx(c + g + max(0.0, lead_s - c), rel=1e-6, abs=launch)
+        else:
+            assert r["gemm_together_s"] == pytest.approx(g, rel=1e-9)
+            assert r["comm_together_s"] == pytest.approx(g + c + max(0.0, lead_s - g), rel=1e-6, abs=launch)
+        assert r["pair_slowdown_pct"] > -2.0  # nothing gained
+    shared = api.interference(*shape, first="gemm", **{**kw, "hardware": load_hardware("h200-8").with_overrides(
+        {"compute.dispatch": "shared"})})  # fmt: skip
+    assert shared["comm_together_s"] < shared["gemm_alone_s"] + shared["comm_alone_s"]

@@ -337,7 +337,7 @@ INTERFERERS = (
 def interference(
     m: int, n: int, k: int, comm: str, nbytes: int, gpus: int = 8, hardware: str | Path | Hardware = "h100-8",
     dtype: str = "bf16", cus: int = 0, algo: str = "auto", arrangement: str = "background",
-    executor: str = "cu", channels: int = 0, lead_s: float = 0.0,
+    executor: str = "cu", channels: int = 0, lead_s: float = 0.0, first: str = "comm",
 ) -> dict[str, Any]:  # fmt: skip
     """A GEMM ``(m x k) @ (k x n)`` and a communication on the same GPU at the same time
     (:mod:`t3.ops.interference`): ``comm`` is a collective of ``nbytes`` (nccl-tests sizes) on ``gpus``
@@ -350,10 +350,10 @@ def interference(
     (``cu``) or the copy engines (``dma``), and its ``channels`` (0: the preset's). ``arrangement``:
     ``background`` (the other kernel runs back to back for the whole of each one's span), ``held`` (one
     launch of the communication holding its CUs for longer than the GEMM, launched first) or ``together``
-    (both launched once at the same moment; ``lead_s``: the GEMM starts that much after the
-    communication, and its time together includes the wait). The communication is launched first, and
-    a kernel launched later gets only the CUs the earlier one's blocks leave (block dispatch,
-    :mod:`t3.ops.interference`).
+    (both launched once at the same moment; ``first``: which is launched first, ``"comm"`` or
+    ``"gemm"``; ``lead_s``: the other starts that much later, and its time together includes the wait).
+    Elsewhere the communication is launched first. A kernel launched later gets only the CUs the earlier
+    one's blocks leave (block dispatch, :mod:`t3.ops.interference`).
 
     Returns ``gemm_alone_s``, ``gemm_together_s``, ``comm_alone_s``, ``comm_together_s`` and the
     slowdowns ``gemm_slowdown_pct`` / ``comm_slowdown_pct`` (100 x (together / alone - 1)); with
@@ -384,6 +384,11 @@ def interference(
         raise ConfigError(f"lead_s: must be a finite number of seconds >= 0, got {lead_s!r}")
     if lead_s and arrangement != "together":
         raise ConfigError("lead_s: a lead is a delay after a launch together: arrangement must be 'together'")
+    _check_choice("first", first, ("comm", "gemm"))
+    if first != "comm" and arrangement != "together":
+        raise ConfigError(
+            "first: an order of launch is for a launch together: arrangement must be 'together'"
+        )
     if comm in LOCAL:
         if channels:
             raise ConfigError(f"channels: {comm} is not a collective (cus sets its CUs)")
@@ -417,13 +422,14 @@ def interference(
             size = nbytes * (gpus - 1) / gpus if comm == "all_to_all" else nbytes
             algo = str(choose(comm, float(size), hw, gpus, Executor(executor, channels or None)))
     c = Comm(comm, float(nbytes), gpus, cus, algo, executor, channels)
-    r = run_interference(GemmShape(m, n, k, dtype), c, hw, arrangement, ("gemm", float(lead_s)))
+    second = "gemm" if first == "comm" else "comm"
+    r = run_interference(GemmShape(m, n, k, dtype), c, hw, arrangement, (second, float(lead_s)), first)
     return {
         "m": m, "n": n, "k": k, "dtype": dtype, "comm": comm, "nbytes": nbytes, "gpus": gpus, "cus": cus,
         "algo": algo, "arrangement": arrangement, "hardware": hw.name,
         "gemm_alone_s": r["gemm_alone_s"], "gemm_together_s": r["gemm_together_s"],
         "comm_alone_s": r["comm_alone_s"], "comm_together_s": r["comm_together_s"],
-        "executor": executor, "channels": channels, "lead_s": float(lead_s),
+        "executor": executor, "channels": channels, "lead_s": float(lead_s), "first": first,
         "gemm_slowdown_pct": 100.0 * r["gemm_slowdown"], "comm_slowdown_pct": 100.0 * r["comm_slowdown"],
         **({"pair_together_s": r["pair_together_s"], "pair_slowdown_pct": 100.0 * r["pair_slowdown"]}
            if "pair_together_s" in r else {}),

@@ -79,6 +79,11 @@ def test_every_suite_writes_rows_that_load(run):
     }  # the CPU plan: d2d, h2d
     assert {r.workload["victim"] for r in intf} == {"compute", "comm", "pair"}
     assert {r.workload["arrangement"] for r in intf} == {"background", "together", "held"}
+    # launched together as they come, then each first with the other 20 us behind it
+    ordered = {
+        (r.workload["first"], r.workload["lead_us"]) for r in intf if r.workload["arrangement"] == "together"
+    }
+    assert ordered == {("comm", 0.0), ("comm", 20.0), ("gemm", 20.0)}
     # held: only the k-block kernels (one launch looping over its buffer), never torch.add or a copy engine
     assert {(r.workload["comm"], r.workload["cus"] > 0) for r in intf if r.workload["arrangement"] == "held"} == {
         ("sm_copy", True), ("sm_reduce", True)}  # fmt: skip

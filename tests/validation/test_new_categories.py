@@ -89,7 +89,7 @@ def test_good_rows_load_with_their_defaults():
     (r,) = parse_rows(INTERFERENCE, "t.toml")
     assert r.workload == {"victim": "compute", "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16", "comm": "sm_copy",
                           "nbytes": 268435456, "gpus": 1, "cus": 16, "algo": "auto", "executor": "cu",
-                          "channels": 0, "lead_us": 0.0, "arrangement": "background"}  # fmt: skip
+                          "channels": 0, "lead_us": 0.0, "first": "comm", "arrangement": "background"}  # fmt: skip
     (p,) = parse_rows(PAIR, "t.toml")
     assert p.workload["gpus"] == 8 and p.published == {"alone_ms": 2.96, "together_ms": 2.02}
     (s,) = parse_rows(STREAM, "t.toml")
@@ -106,6 +106,9 @@ def test_good_rows_load_with_their_defaults():
         (INTERFERENCE, lambda t: t.replace('comm = "sm_copy"', 'comm = "ce_copy"'), "workload.cus: only sm_copy"),
         (PAIR, lambda t: t.replace('arrangement = "together"', 'arrangement = "background"'),
          "workload.arrangement: a pair"),
+        (INTERFERENCE, lambda t: t.replace("cus = 16", 'cus = 16\nfirst = "gemm"'), "workload.first: an order"),
+        (PAIR, lambda t: t.replace('arrangement = "together"', 'arrangement = "together"\nfirst = "both"'),
+         "workload.first: unknown value"),
         (PAIR, lambda t: t.replace("measured = -31.76", "measured = -20.0"), "measured: -20.0 %, but together / alone"),
         (PAIR, lambda t: t.replace('comm = "all_gather"', 'comm = "broadcast"'), "workload.comm: unknown value"),
         (INTERFERENCE, lambda t: t.replace("measured = 12.5", "measured = -100.0"), "measured: a slowdown in %"),

@@ -97,6 +97,9 @@ def interference(run: Any) -> None:
                             _held(run, streams, (m, n, k, dtype), vop, vwhat, t_v, itf)
                         if _together_too(bk, plan, itf) and size == max(plan.intf_bytes):
                             _together(run, streams, (m, n, k, dtype), vop, vwhat, itf)
+                            for lead in plan.together_leads_s:  # each launched first, the other behind
+                                for first in ("comm", "gemm"):
+                                    _together(run, streams, (m, n, k, dtype), vop, vwhat, itf, (first, lead))
                 run.release()
             del vop
         run.release()
@@ -272,23 +275,39 @@ def _background(run: Any, streams: tuple[Any, Any, Any], shape: tuple[int, int, 
     )
 
 
-def _single(bk: Any, streams: tuple[Any, Any, Any], vop: Any, cfn: Any, i: int) -> tuple[float, float, float]:
+def _single(bk: Any, streams: tuple[Any, Any, Any], vop: Any, cfn: Any, i: int,
+            order: tuple[str, float] = ("comm", 0.0)) -> tuple[float, float, float]:  # fmt: skip
     """One GEMM call (stream 1) and one interferer call (stream 2) released together (either may be None):
-    each one's own time, and the pair's (the first start to the last end)."""
+    each one's own time, and the pair's (the first start to the last end). ``order`` = (the one queued
+    first, ``"comm"`` or ``"gemm"``; seconds the other sleeps on its stream before its call, inside its
+    time)."""
     _, s1, s2 = streams
     bk.sync()
     go = _release(bk, streams, 1e-3)
     ev = [bk.event() for _ in range(4)]
-    if cfn is not None:
+    first, lead_s = order
+
+    def comm() -> None:
         with bk.use(s2):
             ev[2].record()
+            if lead_s and first == "gemm" and vop is not None:
+                bk.gate(lead_s)
             cfn(i)
             ev[3].record()
-    if vop is not None:
+
+    def gemm() -> None:
         with bk.use(s1):
             ev[0].record()
+            if lead_s and first == "comm" and cfn is not None:
+                bk.gate(lead_s)
             vop(i)
             ev[1].record()
+
+    for who in ("comm", "gemm") if first == "comm" else ("gemm", "comm"):
+        if who == "comm" and cfn is not None:
+            comm()
+        if who == "gemm" and vop is not None:
+            gemm()
     bk.sync()
     tv = bk.elapsed(ev[0], ev[1]) if vop is not None else 0.0
     tc = bk.elapsed(ev[2], ev[3]) if cfn is not None else 0.0
@@ -299,15 +318,16 @@ def _single(bk: Any, streams: tuple[Any, Any, Any], vop: Any, cfn: Any, i: int) 
 
 
 def _together(run: Any, streams: tuple[Any, Any, Any], shape: tuple[int, int, int, str], vop: Any, vwhat: str,
-              itf: Interferer) -> None:  # fmt: skip
+              itf: Interferer, order: tuple[str, float] = ("comm", 0.0)) -> None:  # fmt: skip
     bk, plan = run.bk, run.plan
     reps = plan.intf_reps * TOGETHER_PER_REP
-    _single(bk, streams, vop, itf.fn, 0)  # warm-up
+    first, lead_s = order
+    _single(bk, streams, vop, itf.fn, 0, order)  # warm-up
     v_alone, c_alone, v_tog, c_tog, p_alone, p_tog = [], [], [], [], [], []
     for i in range(reps):
         v_alone.append(_single(bk, streams, vop, None, i)[0])
         c_alone.append(_single(bk, streams, None, itf.fn, i)[1])
-        tv, tc, tp = _single(bk, streams, vop, itf.fn, i)
+        tv, tc, tp = _single(bk, streams, vop, itf.fn, i, order)
         v_tog.append(tv)
         c_tog.append(tc)
         p_alone.append(v_alone[-1] + c_alone[-1])
@@ -315,9 +335,16 @@ def _together(run: Any, streams: tuple[Any, Any, Any], shape: tuple[int, int, in
     m, n, k, dtype = shape
     workload = {"m": m, "n": n, "k": k, "dtype": dtype, "comm": itf.comm, "nbytes": itf.nbytes, "gpus": 1,
                 "cus": itf.cus, "arrangement": "together"}  # fmt: skip
+    second = "the GEMM" if first == "comm" else "the interferer"
+    if lead_s:
+        workload.update(lead_us=round(lead_s * 1e6, 3), first=first)
+        when = (f"{'the interferer' if first == 'comm' else 'the GEMM'} queued first and {second} behind a"
+                f" {lead_s * 1e6:.0f} us sleep kernel on its stream, the sleep inside its time")  # fmt: skip
+    else:
+        when = f"{'the interferer' if first == 'comm' else 'the GEMM'} queued first"
     base = (
         f"GEMM: {vwhat}; one call on stream 1 and one call of {itf.what} on stream 2, launched at the same"
-        f" moment ({bk.release}); each kernel's own time from events around it on its stream;"
+        f" moment ({bk.release}; {when}); each kernel's own time from events around it on its stream;"
         f" alone: the same single launches with nothing beside them, interleaved with the together runs;"
         f" {reps} launches of each; medians (p10 / p90 in published); measured = 100 x (together / alone - 1)"
     )
@@ -330,11 +357,12 @@ def _together(run: Any, streams: tuple[Any, Any, Any], shape: tuple[int, int, in
     series = [("compute", v_alone, v_tog, base + "; this row: the GEMM's slowdown"),
               ("comm", c_alone, c_tog, base + "; this row: the interferer's own slowdown"),
               ("pair", p_alone, p_tog, base + pair)]  # fmt: skip
-    rows = interference_rows(run.ctx, f"{itf.rid}-together-{m}x{n}x{k}", workload, series, {})
+    tag = f"-lead{lead_s * 1e6:.0f}us-{first}first" if lead_s else ""
+    rows = interference_rows(run.ctx, f"{itf.rid}-together{tag}-{m}x{n}x{k}", workload, series, {})
     for row, (_, alone, together, _) in zip(rows, series, strict=True):
         run.emit(row, {"alone_s": alone, "together_s": together})
     run.progress(
-        f"[interference] together, GEMM {m}x{n}x{k} and {itf.rid}: GEMM {rows[0]['measured']:+.1f} %,"
+        f"[interference] together{tag}, GEMM {m}x{n}x{k} and {itf.rid}: GEMM {rows[0]['measured']:+.1f} %,"
         f" interferer {rows[1]['measured']:+.1f} %, the pair {rows[2]['measured']:+.1f} % against one after the other"
     )
 

@@ -52,6 +52,7 @@ class Plan:
     together: tuple[
         tuple[str, int], ...
     ]  # (comm, blocks) also measured launched together, at the largest size
+    together_leads_s: tuple[float, ...]  # and again each launched first, the other this long behind it
     victim_span_s: float  # the victim's timed span in a background measurement (at least)
     intf_reps: int
     intf_iters: int  # interferer calls timed alone
@@ -99,6 +100,7 @@ GPU = Plan(
     reduce_blocks=(0, 16, 66),
     ce_kinds=("d2d", "d2h", "h2d"),
     together=(("sm_copy", 32), ("sm_copy", ALL), ("sm_reduce", 0), ("memcpy", 0)),
+    together_leads_s=(20e-6,),
     victim_span_s=8e-3,
     intf_reps=3,
     intf_iters=10,
@@ -134,6 +136,7 @@ QUICK = Plan(
     reduce_blocks=(0, 32),
     ce_kinds=("d2d", "h2d"),
     together=(("sm_copy", ALL), ("memcpy", 0)),
+    together_leads_s=(20e-6,),
     victim_span_s=5e-3,
     intf_reps=2,
     intf_iters=6,
@@ -168,6 +171,7 @@ CPU = Plan(
     reduce_blocks=(0, 2),
     ce_kinds=("d2d", "h2d"),
     together=(("sm_copy", ALL),),
+    together_leads_s=(20e-6,),
     victim_span_s=2e-3,
     intf_reps=2,
     intf_iters=3,

@@ -182,13 +182,13 @@ def _span(res, prefixes: tuple[str, ...]) -> float:
 
 def _run(
     hw: Hardware, shape: GemmShape, comm: Comm, gemms: int, comms: int, lead: tuple[str, float] = ("", 0.0),
-    one_launch: bool = False,
+    one_launch: bool = False, first: str = "comm",
 ) -> tuple[float, float, int]:  # fmt: skip
     """GEMMs run ``gemms`` times back to back and the communication ``comms`` times back to back, the
     two chains side by side from time 0 (0 repetitions: absent); ``lead`` = (``"gemm"`` or ``"comm"``,
     seconds): that chain starts so much later; ``one_launch``: the communication's repetitions are one
-    kernel looping on (``held``), not launches of their own. Returns (end of the GEMM chain, end of the
-    communication chain, engine events)."""
+    kernel looping on (``held``), not launches of their own; ``first``: the chain launched first.
+    Returns (end of the GEMM chain, end of the communication chain, engine events)."""
     from t3.ops.gemm import add_gemm, plan_gemm
     from t3.sim.engine import Engine
 
@@ -202,29 +202,35 @@ def _run(
         b.add(0, f"{chain}.lead", kind="lead", cat="gemm" if chain == "gemm" else "a2a", delay_s=lead_s)
         return [(0, f"{chain}.lead")]
 
-    # the communication's chain first: launched first (block dispatch, see the module's docstring)
-    after: list[Ref] = start("comm") if comms else []
-    for i in range(comms):
-        after = add_comm(b, comm, f"comm{i}", after, launch=not (one_launch and i))
-    after = start("gemm") if gemms else []
-    waves = len(plan.waves)
-    for i in range(gemms):
-        after = add_gemm(b, 0, plan, prefix=f"gemm{i}", deps=after)[-1:]
-        if hw.compute.dispatch == "launch_order":
-            b.kernel(0, f"gemm{i}.L0", fills=[f"gemm{i}.{x}{w}" for w in range(waves) for x in "LC"])
+    def comms_chain() -> None:
+        after: list[Ref] = start("comm") if comms else []
+        for i in range(comms):
+            after = add_comm(b, comm, f"comm{i}", after, launch=not (one_launch and i))
+
+    def gemms_chain() -> None:
+        after: list[Ref] = start("gemm") if gemms else []
+        waves = len(plan.waves)
+        for i in range(gemms):
+            after = add_gemm(b, 0, plan, prefix=f"gemm{i}", deps=after)[-1:]
+            if hw.compute.dispatch == "launch_order":
+                b.kernel(0, f"gemm{i}.L0", fills=[f"gemm{i}.{x}{w}" for w in range(waves) for x in "LC"])
+
+    # the chain launched first is added first (block dispatch, see the module's docstring)
+    for chain in (comms_chain, gemms_chain) if first == "comm" else (gemms_chain, comms_chain):
+        chain()
     res = Engine().run(b.build())
     return _span(res, ("gemm",)), _span(res, ("comm",)), res.events
 
 
 def interference(
     shape: GemmShape, comm: Comm, hw: Hardware, arrangement: str = "background",
-    lead: tuple[str, float] = ("", 0.0),
+    lead: tuple[str, float] = ("", 0.0), first: str = "comm",
 ) -> dict[str, float]:  # fmt: skip
     """Times (s) of the GEMM and of the communication each alone and beside the other, and the
     slowdowns ``together / alone - 1`` of each (:data:`ARRANGEMENTS`; the inputs are checked by
     :func:`t3.api.interference`). ``lead`` = (``"gemm"`` or ``"comm"``, seconds): with ``together``, that
     one starts so much after the other, and its time together includes the wait (a benchmark's sleep
-    on its stream)."""
+    on its stream); ``first``: with ``together``, which is launched first (elsewhere the communication)."""
     if arrangement not in ARRANGEMENTS:
         raise ConfigError(f"arrangement: unknown arrangement '{arrangement}' ({', '.join(ARRANGEMENTS)})")
     if lead[1] and arrangement != "together":
@@ -233,7 +239,7 @@ def interference(
     _, comm_alone, _ = _run(hw, shape, comm, 0, 1)
     events = 0
     if arrangement == "together":
-        g, c, events = _run(hw, shape, comm, 1, 1, lead)
+        g, c, events = _run(hw, shape, comm, 1, 1, lead, first=first)
         gemm_with, comm_with = g, c
     else:
         # the GEMM beside communication that outlasts it, and the communication beside GEMMs that do

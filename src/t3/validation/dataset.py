@@ -116,9 +116,12 @@ WORKLOADS: dict[str, dict[str, Field]] = {
         # a collective's channels (CUs of its kernels; NCCL_MAX_NCHANNELS), 0: the library's default (the
         # preset's collective.channels)
         "channels": Field(int, 0, minimum=0),
-        # the victim starts this long after the other kernel (a spin or sleep the benchmark puts on its
-        # stream), and its measured time includes it; 0: both start together
+        # the kernel launched second starts this long after the first (a spin or sleep the benchmark puts
+        # on its stream), and its measured time includes it; 0: both start together
         "lead_us": Field(float, 0.0, minimum=0),
+        # together: which is launched first, the communication or the GEMM (the other lead_us later, or
+        # right behind it: where a kernel fills the SMs, the second waits for it)
+        "first": Field(str, "comm", choices=("comm", "gemm")),
         # "background": the communication runs, repeated back to back, for the whole of the victim's
         # time; "together": both are launched once at the same moment
         "arrangement": Field(str, "background", choices=("background", "together", "held")),
@@ -421,6 +424,10 @@ def _consistency(row: Row, fail) -> None:
         if w["lead_us"] and w["arrangement"] != "together":
             raise fail(
                 "workload.lead_us", "a lead is a delay after a launch together: arrangement = 'together'"
+            )
+        if w["first"] != "comm" and w["arrangement"] != "together":
+            raise fail(
+                "workload.first", "an order of launch is for a launch together: arrangement = 'together'"
             )
         if w["victim"] == "pair" and w["arrangement"] != "together":
             raise fail("workload.arrangement", "a pair is launched together once: arrangement = 'together'")

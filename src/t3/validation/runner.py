@@ -92,7 +92,7 @@ class Predictor:
         if row.category == "interference":
             kw = {k: w[k] for k in ("m", "n", "k", "dtype", "comm", "nbytes", "gpus", "cus", "algo",
                                     "arrangement", "executor", "channels")}  # fmt: skip
-            r = self._call(api.interference, **kw, lead_s=w["lead_us"] * 1e-6, hardware=hw)
+            r = self._call(api.interference, **kw, lead_s=w["lead_us"] * 1e-6, first=w["first"], hardware=hw)
             pct = {"compute": "gemm_slowdown_pct", "comm": "comm_slowdown_pct", "pair": "pair_slowdown_pct"}
             detail = {k: r[k] for k in ("algo", "gemm_alone_s", "gemm_together_s", "comm_alone_s",
                                         "comm_together_s", "pair_together_s") if k in r}  # fmt: skip

@@ -422,8 +422,7 @@ def interference(
             size = nbytes * (gpus - 1) / gpus if comm == "all_to_all" else nbytes
             algo = str(choose(comm, float(size), hw, gpus, Executor(executor, channels or None)))
     c = Comm(comm, float(nbytes), gpus, cus, algo, executor, channels)
-    second = "gemm" if first == "comm" else "comm"
-    r = run_interference(GemmShape(m, n, k, dtype), c, hw, arrangement, (second, float(lead_s)), first)
+    r = run_interference(GemmShape(m, n, k, dtype), c, hw, arrangement, float(lead_s), first)
     return {
         "m": m, "n": n, "k": k, "dtype": dtype, "comm": comm, "nbytes": nbytes, "gpus": gpus, "cus": cus,
         "algo": algo, "arrangement": arrangement, "hardware": hw.name,

@@ -181,23 +181,22 @@ def _span(res, prefixes: tuple[str, ...]) -> float:
 
 
 def _run(
-    hw: Hardware, shape: GemmShape, comm: Comm, gemms: int, comms: int, lead: tuple[str, float] = ("", 0.0),
-    one_launch: bool = False, first: str = "comm",
+    hw: Hardware, shape: GemmShape, comm: Comm, gemms: int, comms: int, lead_s: float = 0.0,
+    first: str = "comm", one_launch: bool = False,
 ) -> tuple[float, float, int]:  # fmt: skip
     """GEMMs run ``gemms`` times back to back and the communication ``comms`` times back to back, the
-    two chains side by side from time 0 (0 repetitions: absent); ``lead`` = (``"gemm"`` or ``"comm"``,
-    seconds): that chain starts so much later; ``one_launch``: the communication's repetitions are one
-    kernel looping on (``held``), not launches of their own; ``first``: the chain launched first.
-    Returns (end of the GEMM chain, end of the communication chain, engine events)."""
+    two chains side by side from time 0 (0 repetitions: absent); ``first``: the chain launched first
+    (``"comm"`` or ``"gemm"``), the other starting ``lead_s`` later; ``one_launch``: the communication's
+    repetitions are one kernel looping on (``held``), not launches of their own. Returns (end of the
+    GEMM chain, end of the communication chain, engine events)."""
     from t3.ops.gemm import add_gemm, plan_gemm
     from t3.sim.engine import Engine
 
     b = _builder(hw, comm)
     plan = plan_gemm(shape, hw)
-    who, lead_s = lead
 
     def start(chain: str) -> list[Ref]:
-        if lead_s <= 0 or who != chain:
+        if lead_s <= 0 or first == chain:
             return []
         b.add(0, f"{chain}.lead", kind="lead", cat="gemm" if chain == "gemm" else "a2a", delay_s=lead_s)
         return [(0, f"{chain}.lead")]
@@ -224,22 +223,22 @@ def _run(
 
 def interference(
     shape: GemmShape, comm: Comm, hw: Hardware, arrangement: str = "background",
-    lead: tuple[str, float] = ("", 0.0), first: str = "comm",
+    lead_s: float = 0.0, first: str = "comm",
 ) -> dict[str, float]:  # fmt: skip
     """Times (s) of the GEMM and of the communication each alone and beside the other, and the
     slowdowns ``together / alone - 1`` of each (:data:`ARRANGEMENTS`; the inputs are checked by
-    :func:`t3.api.interference`). ``lead`` = (``"gemm"`` or ``"comm"``, seconds): with ``together``, that
-    one starts so much after the other, and its time together includes the wait (a benchmark's sleep
-    on its stream); ``first``: with ``together``, which is launched first (elsewhere the communication)."""
+    :func:`t3.api.interference`). With ``together``: ``first`` is launched first (``"comm"`` or
+    ``"gemm"``; elsewhere the communication), the other ``lead_s`` later, and its time together includes
+    the wait (a benchmark's sleep on its stream)."""
     if arrangement not in ARRANGEMENTS:
         raise ConfigError(f"arrangement: unknown arrangement '{arrangement}' ({', '.join(ARRANGEMENTS)})")
-    if lead[1] and arrangement != "together":
+    if lead_s and arrangement != "together":
         raise ConfigError("lead: a lead is a delay after a launch together: arrangement = 'together'")
     gemm_alone, _, _ = _run(hw, shape, comm, 1, 0)
     _, comm_alone, _ = _run(hw, shape, comm, 0, 1)
     events = 0
     if arrangement == "together":
-        g, c, events = _run(hw, shape, comm, 1, 1, lead, first=first)
+        g, c, events = _run(hw, shape, comm, 1, 1, lead_s, first)
         gemm_with, comm_with = g, c
     else:
         # the GEMM beside communication that outlasts it, and the communication beside GEMMs that do

@@ -82,7 +82,6 @@ cdef class Static:
     cdef double *q_w
     cdef int *admit  # per op: Op.admit, Op.fills (block dispatch; -1: none)
     cdef int *fillr
-    cdef int any_disp
     cdef list sig
     cdef object rkey
 
@@ -178,11 +177,8 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
     st.q_w = <double*>_alloc(nq * sizeof(double))
     st.admit = <int*>_alloc(n * sizeof(int))
     st.fillr = <int*>_alloc(n * sizeof(int))
-    st.any_disp = 0
     for i in range(n):
         st.admit[i], st.fillr[i] = ops[i].admit, ops[i].fills
-        if st.admit[i] >= 0 or st.fillr[i] >= 0:
-            st.any_disp = 1
     st.any_excl = 0
     st.any_mem = 0
     caps_l = []
@@ -420,8 +416,8 @@ cdef class Run:
     cdef char *admitted
     cdef double *aq_since
     cdef int aq_n
-    cdef public long disp_waits
-    cdef public double disp_wait_s
+    cdef long disp_waits
+    cdef double disp_wait_s
     cdef bint held_changed
     cdef object hkey
 

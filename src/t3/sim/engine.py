@@ -203,10 +203,9 @@ class Engine:
         levels: list[list[tuple[float, int]]] | None = [[] for _ in range(ns)] if self.trace else None
         # block dispatch (Op.admit / Op.fills): per CU pool, the ops in progress that fill it and the
         # kernels waiting, in launch order, for it to have free CUs
-        dispatch = static_dispatch(sched)
         filling: dict[int, int] = {}
         admitq: dict[int, deque[int]] = {}
-        admitted = [False] * n if dispatch is not None else None
+        admitted = [False] * n if has_dispatch(sched) else None
         adm_since: dict[int, float] = {}
         adm_waits = [0, 0.0]  # kernels that waited, their total wait (s)
 
@@ -479,12 +478,11 @@ def static_holds(sched: Schedule) -> list[tuple[int, ...]] | None:
     return sched.__dict__["_holds"]
 
 
-def static_dispatch(sched: Schedule) -> list[tuple[int, int]] | None:
-    """Per op, its block dispatch (``Op.admit``, ``Op.fills``), or None when no op of the schedule
-    declares one (:meth:`ScheduleBuilder.kernel`); derived once per schedule."""
+def has_dispatch(sched: Schedule) -> bool:
+    """Whether an op of the schedule declares its block dispatch (``Op.admit`` / ``Op.fills``,
+    :meth:`ScheduleBuilder.kernel`); derived once per schedule."""
     if "_dispatch" not in sched.__dict__:
-        d = [(op.admit, op.fills) for op in sched.ops]
-        sched.__dict__["_dispatch"] = d if any(a >= 0 or f >= 0 for a, f in d) else None
+        sched.__dict__["_dispatch"] = any(op.admit >= 0 or op.fills >= 0 for op in sched.ops)
     return sched.__dict__["_dispatch"]
 
 

@@ -93,11 +93,12 @@ def test_validate_fits_80_columns_with_columns_80():
 
 def test_validate_explains_every_column(validate_piped):
     tables = _header_names(validate_piped)
-    assert len(tables) == 2, tables
+    assert len(tables) == 3, tables
     assert tables[0] == ["row / workload", "role", "measured", "predicted", "unit", "error"]
     assert tables[1] == ["category", "role", "rows", "median", "max", "signs"]
+    assert tables[2] == ["category", "axis", "band", "role", "rows", "median", "max"]  # errors by regime
     explained = _legend(validate_piped)
-    for name in [*tables[0][0].split(" / "), *tables[0][1:], *tables[1]]:
+    for name in [*tables[0][0].split(" / "), *tables[0][1:], *tables[1], *tables[2]]:
         assert name in explained, (name, explained)
     assert "percentage points (pp)" in validate_piped  # interference's error unit
 

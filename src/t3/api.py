@@ -183,30 +183,36 @@ def gemm(
 ) -> dict[str, Any]:  # fmt: skip
     """One GEMM ``(m x k) @ (k x n)`` alone on one GPU (all CUs, one kernel launch).
 
-    Returns ``time_s`` and ``tflops`` (2 m n k / time / 1e12) with the inputs echoed. Work above
-    :data:`t3.size.LIMIT_OPS` is refused (:class:`t3.errors.TooLargeError`) unless ``force``."""
+    Returns ``time_s`` and ``tflops`` (2 m n k / time / 1e12) with the inputs echoed, and the kernel
+    the model chose with the time's parts (:meth:`t3.ops.gemm.GemmPlan.breakdown`): ``tile``,
+    ``tiles``, ``waves`` of ``wave_size``, ``split_k`` (1: no K split), ``clock_hz``,
+    ``tile_flops_per_s`` and ``tile_bound``, ``launch_s``, ``prologue_s``, ``body_s``, ``compute_s``.
+    Work above :data:`t3.size.LIMIT_OPS` is refused (:class:`t3.errors.TooLargeError`) unless
+    ``force``."""
     for field, v in (("m", m), ("n", n), ("k", k)):
         _check_int(field, v, 1)
     hw = _hardware(hardware)
     _check_dtype(dtype, hw)
     _check_force(force)
     size.check(size.gemm_work(m, n, k, dtype, hw), force=force, flag="force=True")
-    t = _gemm_time_s(GemmShape(m, n, k, dtype), hw)
+    t, plan = _gemm_time_s(GemmShape(m, n, k, dtype), hw)
     return {
         "m": m, "n": n, "k": k, "dtype": dtype, "hardware": hw.name,
-        "time_s": t, "tflops": 2.0 * m * n * k / t / 1e12,
+        "time_s": t, "tflops": 2.0 * m * n * k / t / 1e12, **plan.breakdown(hw),
     }  # fmt: skip
 
 
-def _gemm_time_s(shape: GemmShape, hw: Hardware) -> float:
-    """The GEMM model entry point: the tiled plan of ``t3.ops.gemm`` run alone by the engine."""
+def _gemm_time_s(shape: GemmShape, hw: Hardware):
+    """The GEMM model entry point: the tiled plan of ``t3.ops.gemm`` run alone by the engine; returns
+    (seconds, the plan)."""
     from t3.ops.gemm import add_gemm, plan_gemm
     from t3.sim.engine import Engine
     from t3.sim.schedule import ScheduleBuilder
 
+    plan = plan_gemm(shape, hw)
     b = ScheduleBuilder("gemm", hw, hw.topology.gpus, symmetric=True)
-    add_gemm(b, 0, plan_gemm(shape, hw))
-    return Engine().run(b.build()).makespan
+    add_gemm(b, 0, plan)
+    return Engine().run(b.build()).makespan, plan
 
 
 def collective_algos(
@@ -235,7 +241,10 @@ def collective(
     ``algbw_Bps`` (= nbytes / time) and ``busbw_Bps`` (= algbw x the nccl-tests factor: 2(n-1)/n for
     all_reduce, (n-1)/n otherwise), ``device_s`` (the kernel's own time, without its launch: what a
     profile's kernel span shows) and ``algo``, the algorithm/protocol that ran (``auto``: the
-    collective library's own least-time choice, e.g. ``ring/ll128`` or ``nvls/simple``). A buffer
+    collective library's own least-time choice, e.g. ``ring/ll128`` or ``nvls/simple``), and
+    ``terms``: the closed form's parts on an idle node (``launch_s``, ``base_latency_s``, ``hops`` and
+    ``hop_latency_s``, ``transfer_s``, ``resources_s``: each resource's seconds summed over the steps,
+    ``total_s``; :func:`t3.ops.collectives.idle_time`). A buffer
     larger than one GPU's memory is refused (:class:`t3.errors.TooLargeError`) unless ``force``
     (:func:`t3.size.check_collective_bytes`)."""
     from t3.errors import ConfigError
@@ -258,6 +267,7 @@ def collective(
     return {
         "op": op, "nbytes": nbytes, "gpus": n, "hardware": hw.name, "algo": r["algo"], "time_s": t,
         "device_s": r["device_s"], "algbw_Bps": algbw, "busbw_Bps": algbw * _BUSBW_FACTOR[op](n),
+        "terms": r["terms"],
     }  # fmt: skip
 
 

@@ -150,6 +150,11 @@ def test_markdown_has_the_summary_and_one_line_per_row():
     ids = [r.id for r in load_dataset() if r.category == "gemm_tflops"]
     lines = p.stdout.splitlines()
     assert lines[0].startswith("| category | role | rows |")
-    assert sum(line.startswith("| gemm_tflops |") for line in lines) == 2  # calibration, validation
+    summary = lines[: lines.index("")]  # the per-category table comes first
+    assert sum(line.startswith("| gemm_tflops |") for line in summary) == 2  # calibration, validation
+    # then the errors by regime: one line per (axis, band, role) of the GEMM rows
+    bands = lines[len(summary) + 1 :]
+    assert bands[0].startswith("| category | axis | band | role | rows |")
+    assert any(line.startswith("| gemm_tflops | waves | < 1 wave |") for line in bands)
     for i in ids:
         assert sum(line.startswith(f"| {i} |") and "TFLOPS" in line for line in lines) == 1

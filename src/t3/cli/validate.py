@@ -35,6 +35,10 @@ _MD = typer.Option(False, "--markdown", help="print the summary and the per-row 
 _DATA = typer.Option(
     None, "--data", help="dataset file(s) to use instead of the shipped dataset (repeatable)"
 )
+_EXPLAIN = typer.Option(
+    None, "--explain", help="print one row's prediction taken apart (algorithm, latency and bandwidth terms; GEMM"
+    " tile, waves, K split, clock) instead of the tables",
+)
 _FORCE = force_option()
 
 PROGRESS_AFTER_S = 2.0  # the progress bar appears once a run has taken this long
@@ -110,17 +114,27 @@ class _Progress:
 @app.command()
 def validate(
     role: str = _ROLE, category: str = _CAT, hardware: str = _HW, as_json: bool = _JSON,
-    plot: Path = _PLOT, markdown: bool = _MD, data: list[Path] = _DATA, force: bool = _FORCE,
+    plot: Path = _PLOT, markdown: bool = _MD, data: list[Path] = _DATA, explain: str = _EXPLAIN,
+    force: bool = _FORCE,
 ) -> None:  # fmt: skip
     """Predict every published measurement of the dataset and print measured, predicted and error."""
     from t3.errors import ConfigError
     from t3.validation import load_dataset, run, select, summarize
+    from t3.validation.regimes import summarize_bands
 
     if as_json and markdown:
         raise ConfigError("--json and --markdown: choose one output format")
+    if explain is not None:
+        given = [f for f, v in (("--role", role), ("--category", category), ("--hardware", hardware),
+                                ("--plot", plot), ("--markdown", markdown)) if v]  # fmt: skip
+        if given:
+            raise ConfigError(f"--explain takes one row by its id: {', '.join(given)} cannot go with it")
     every = load_dataset(data or None)
     if not every:
         raise ConfigError(f"data: {', '.join(map(str, data)) or 'the dataset'} has no rows")
+    if explain is not None:
+        _explain(every, explain, as_json, force)
+        return
     rows = select(every, role=role, category=category, hardware=hardware)
     if not rows:  # no empty success: say what the filters left out and what there is
         asked = ", ".join(
@@ -142,21 +156,52 @@ def validate(
     finally:
         prog.close()
     summary = summarize(outcomes)
+    by_band = summarize_bands(outcomes)
     plots: list[str] = []
     if plot is not None:
         from t3.validation.plots import write_plots
 
         plots = write_plots(outcomes, plot)
     if as_json:
-        doc = {"rows": [o.as_dict() for o in outcomes], "summary": summary}
+        doc = {"rows": [o.as_dict() for o in outcomes], "summary": summary, "bands": by_band}
         if plot is not None:
             doc["plots"] = plots
         print(json.dumps(doc, indent=1))
         return
     if markdown:
-        print(to_markdown(outcomes, summary))
+        print(to_markdown(outcomes, summary, by_band))
         return
-    print_tables(outcomes, summary, plots)
+    print_tables(outcomes, summary, plots, by_band)
+
+
+def _explain(every, row_id: str, as_json: bool, force: bool) -> None:
+    """``--explain ROW``: the row's prediction taken apart (:mod:`t3.validation.explain`)."""
+    import difflib
+
+    from t3 import size
+    from t3.errors import ConfigError
+    from t3.validation import Predictor
+    from t3.validation.explain import explain
+
+    by_id = {r.id: r for r in every}
+    row = by_id.get(row_id)
+    if row is None:
+        near = difflib.get_close_matches(row_id, list(by_id), n=3, cutoff=0.5)
+        hint = f" (closest: {', '.join(near)})" if near else " (t3 validate lists every row's id)"
+        raise ConfigError(f"--explain: no row '{row_id}' in the dataset{hint}")
+    size.check(size.validation_work([row]), force=force)
+    with size.forced(force):
+        o = Predictor().predict(row)
+    lines = explain(o)
+    if as_json:
+        print(json.dumps({"row": o.as_dict(), "explain": [{"what": k, "value": v} for k, v in lines]}, indent=1))
+        return
+    c = Console()
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        text = textwrap.fill(f"{k.ljust(width)}  {v}", width=max(c.width, 40), subsequent_indent=" " * (width + 2),
+                             break_on_hyphens=False)  # fmt: skip
+        c.print(escape(text), soft_wrap=True)
 
 
 #: Every column of the per-row and per-category tables, with what it means (printed as the legend).
@@ -189,7 +234,19 @@ def _legend(c: Console, title: str, legend: dict[str, str]) -> None:
         c.print(escape(text), soft_wrap=True)
 
 
-def print_tables(outcomes, summary, plots: list[str]) -> None:
+BAND_LEGEND = {
+    "category": "the kind of measurement",
+    "axis": "what the rows are split by: size (message bytes), timing (device or host), gpus; GEMMs: waves"
+    " (output tiles per wave of the chosen kernel), K, dtype",
+    "band": "the rows' range on that axis",
+    "role": "calibration (may be fitted) or validation (never fitted); -: no row in the band",
+    "rows": "number of rows (count)",
+    "median": "median |error| of the rows, % (pp for interference)",
+    "max": "largest |error| of the rows, % (pp for interference)",
+}
+
+
+def print_tables(outcomes, summary, plots: list[str], by_band=()) -> None:
     """The per-row and per-category tables, fitted to the terminal's width (80 columns when the output
     is not a terminal; COLUMNS=N to change): text cells wrap, numbers never do; a legend follows each."""
     from rich import box
@@ -228,10 +285,26 @@ def print_tables(outcomes, summary, plots: list[str]) -> None:
     c.print("worst row (largest |error|) per category and role:")
     for w in worst:
         c.print(escape(w), overflow="fold")
+    if by_band:
+        b = Table(title="errors by regime: where the model holds for your sizes", box=box.SIMPLE_HEAD,
+                  pad_edge=False)  # fmt: skip
+        for col in BAND_LEGEND:
+            b.add_column(col, justify="right" if col in ("rows", "median", "max") else "left", no_wrap=True)
+        for g in by_band:
+            u = err_unit(g["category"])
+            b.add_row(g["category"], g["axis"], g["band"], g["role"], str(g["rows"]), *_band_errors(g, u))
+        c.print(b)
+        _legend(c, "columns:", BAND_LEGEND)
     for p in plots:
         c.print(escape(f"wrote {p}"), soft_wrap=True)
 
-def to_markdown(outcomes, summary) -> str:
+def _band_errors(g: dict, u: str) -> tuple[str, str]:
+    if not g["rows"]:
+        return "-", "-"
+    return f"{g['median_abs_error'] * 100:.1f} {u}", f"{g['max_abs_error'] * 100:.1f} {u}"
+
+
+def to_markdown(outcomes, summary, by_band=()) -> str:
     """The summary and the per-row table as Markdown (what docs/validation.md shows)."""
     out = [
         "| category | role | rows | median \\|error\\| | max \\|error\\| | signs right | worst row |",
@@ -242,6 +315,14 @@ def to_markdown(outcomes, summary) -> str:
         u = err_unit(g["category"])
         out.append(f"| {g['category']} | {g['role']}{', blind' if g.get('blind') else ''} | {g['rows']} | {g['median_abs_error'] * 100:.1f} {u} | "
                    f"{g['max_abs_error'] * 100:.1f} {u} | {signs} | {g['worst']} |")  # fmt: skip
+    if by_band:
+        out += ["", "| category | axis | band | role | rows | median \\|error\\| | max \\|error\\| | worst row |",
+                "|---|---|---|---|---:|---:|---:|---|"]  # fmt: skip
+        for g in by_band:
+            u = err_unit(g["category"])
+            med, mx = _band_errors(g, u)
+            out.append(f"| {g['category']} | {g['axis']} | {g['band']} | {g['role']} | {g['rows']} | {med} | {mx} | "
+                       f"{g['worst'] or 'no rows'} |")  # fmt: skip
     out += [
         "",
         "| row | role | workload | measured | predicted | unit | error |",

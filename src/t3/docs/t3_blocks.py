@@ -153,9 +153,10 @@ def t3_mca_balance(ctx: Context) -> str:
 
 def validation_tables(ctx: Context) -> str:
     from t3.cli.validate import to_markdown
+    from t3.validation.regimes import summarize_bands
 
     outcomes, summary = ctx.validation
-    return to_markdown(outcomes, summary)
+    return to_markdown(outcomes, summary, summarize_bands(outcomes))
 
 
 def validation_targets(ctx: Context) -> str:

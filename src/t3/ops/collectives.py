@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from t3.config.hardware import Hardware
 from t3.errors import ConfigError, ScheduleError
@@ -698,10 +699,18 @@ def _cu_s(hw: Hardware, ex: Executor, mem: float, moved: float = 0.0, reduce: bo
 
 
 def step_time(
-    hw: Hardware, n: int, st: Step, c: float, algo: Algo, ex: Executor, recv_reduce: bool = False
+    hw: Hardware,
+    n: int,
+    st: Step,
+    c: float,
+    algo: Algo,
+    ex: Executor,
+    recv_reduce: bool = False,
+    parts: dict[str, float] | None = None,
 ) -> float:
     """Duration (s, delay excluded) of one ring step on an idle node: its slowest resource (every GPU
-    runs the same step at once, so each resource carries one GPU's share)."""
+    runs the same step at once, so each resource carries one GPU's share). ``parts``: each resource's
+    seconds are added to it under its name (``link``, ``hbm``, ``cu``)."""
     offs = ring_offsets(hw, n)
     sent = st.send * c
     wire = _wire(hw, algo)
@@ -719,56 +728,81 @@ def step_time(
         cu = _cu_s(hw, ex, (st.mem + (3 * st.send if recv_reduce else 0.0)) * c)
     if recv_reduce:
         reads, writes = reads + 2 * sent, writes + sent
-    return max(link, _hbm_s(hw, reads, writes), cu)
+    hbm = _hbm_s(hw, reads, writes)
+    if parts is not None:
+        _add_parts(parts, link=link, hbm=hbm, cu=cu)
+    return max(link, hbm, cu)
+
+
+def _add_parts(parts: dict[str, float], **secs: float) -> None:
+    for k, v in secs.items():
+        parts[k] = parts.get(k, 0.0) + v
 
 
 def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Executor | None = None,
-              launch: bool = True) -> float:  # fmt: skip
+              launch: bool = True, terms: dict[str, Any] | None = None) -> float:  # fmt: skip
     """Closed form (s) of ``op`` on an idle node: the simulated time of the collective alone, exact for
     every algorithm here while windows do not limit (``compute.cu_inflight_bytes``/``dma.inflight_bytes``
     0 or ``hbm.latency_s`` 0). ``nbytes`` as in :func:`simulate_collective` (all_to_all: the bytes one
-    GPU sends to its N-1 peers)."""
+    GPU sends to its N-1 peers). ``terms``, when given, receives the time's parts (launch, base latency, hops, transfer, and
+    each resource's seconds; ``t3 validate --explain`` prints them)."""
     ex = ex or Executor()
-    t0 = (hw.compute.kernel_launch_s if launch else 0.0) + base_latency(hw, algo, ex)
+    launch_s = hw.compute.kernel_launch_s if launch else 0.0
+    base = base_latency(hw, algo, ex)
+    t0 = launch_s + base
     alpha = step_latency(hw, algo, ex)
     c = nbytes / n
+    res: dict[str, float] = {}  # each resource's seconds over the steps (the slowest one sets a step)
+    hops = 1
     if algo.name in ("ring", "ring-sf"):
         if algo.name == "ring-sf":
             steps, tail, rr = [SEND] * (n - 1), None, True
         else:
             steps, tail = ring_program(op, n)
             rr = False
-        t = t0 + sum(alpha + step_time(hw, n, st, c, algo, ex, rr) for st in steps)
+        part = res if terms is not None else None
+        t = t0 + sum(alpha + step_time(hw, n, st, c, algo, ex, rr, part) for st in steps)
+        hops = len(steps)
         if tail is not None:
             red = tail.rd > 1
-            t += max(
-                _hbm_s(hw, tail.rd * c, tail.wl * c),
-                _cu_s(hw, ex, tail.mem * c, tail.mem * c / 2, reduce=red),
-            )
-        return t
-    if algo.name == "direct":
+            hb = _hbm_s(hw, tail.rd * c, tail.wl * c)
+            cu = _cu_s(hw, ex, tail.mem * c, tail.mem * c / 2, reduce=red)
+            t += max(hb, cu)
+            if terms is not None:
+                _add_parts(res, hbm=hb, cu=cu)
+    elif algo.name == "direct":
         dx = _direct_ex(hw, ex)
         if op == "reduce_scatter":
-            return t0 + alpha + _direct_rs_s(hw, n, c, algo, dx)
-        if op == "all_gather":
-            return t0 + alpha + _direct_gather_s(hw, n, c, algo, dx)
-        if op == "all_reduce":
-            return t0 + 2 * alpha + _direct_rs_s(hw, n, c, algo, dx) + _direct_gather_s(hw, n, c, algo, dx)
-        if op == "all_to_all":
+            t = t0 + alpha + _direct_rs_s(hw, n, c, algo, dx)
+        elif op == "all_gather":
+            t = t0 + alpha + _direct_gather_s(hw, n, c, algo, dx)
+        elif op == "all_reduce":
+            t = t0 + 2 * alpha + _direct_rs_s(hw, n, c, algo, dx) + _direct_gather_s(hw, n, c, algo, dx)
+            hops = 2
+        elif op == "all_to_all":
             m = nbytes / (n - 1)
-            return t0 + alpha + _direct_send_s(hw, n, m, algo, ex, recv_copy=ex.kind == "cu")
-    if algo.name == "nvls":
+            t = t0 + alpha + _direct_send_s(hw, n, m, algo, ex, recv_copy=ex.kind == "cu")
+        else:
+            raise ConfigError(f"algo: no closed form for '{algo}' ({op})")
+    elif algo.name == "nvls":
         S = nbytes
         col = hw.collective
         nv = Executor("cu", ex.cus or col.nvls_channels or None)
         port = (S + c) * _wire(hw, algo) / hw.link.bandwidth_Bps
         sw = n * S / col.nvls_reduce_Bps
-        return (
-            hw.compute.kernel_launch_s * launch
-            + col.nvls_latency_s
-            + max(port, _hbm_s(hw, S, S), sw, _cu_s(hw, nv, 2 * c))
-        )
-    raise ConfigError(f"algo: no closed form for '{algo}' ({op})")
+        hb, cu = _hbm_s(hw, S, S), _cu_s(hw, nv, 2 * c)
+        t = hw.compute.kernel_launch_s * launch + col.nvls_latency_s + max(port, hb, sw, cu)
+        hops, alpha = 0, 0.0
+        if terms is not None:
+            _add_parts(res, link=port, hbm=hb, switch=sw, cu=cu)
+    else:
+        raise ConfigError(f"algo: no closed form for '{algo}' ({op})")
+    if terms is not None:
+        terms.update(
+            launch_s=launch_s, base_latency_s=base, hops=hops, hop_latency_s=hops * alpha,
+            transfer_s=t - launch_s - base - hops * alpha, resources_s=res, total_s=t,
+        )  # fmt: skip
+    return t
 
 
 def _direct_send_s(hw, n, m, algo, ex, recv_copy=False, reduce=0.0) -> float:
@@ -818,7 +852,8 @@ def simulate_collective(
     = the full output, all_to_all = one GPU's send buffer (N blocks, one per rank; its own block stays
     in place). Returns ``time_s`` (kernel launch included), ``device_s`` (without the launch),
     ``algo`` (e.g. ``"ring/simple"``), ``algbw_Bps`` = nbytes / time, ``busbw_Bps`` = algbw x 2(n-1)/n
-    (all-reduce) or x (n-1)/n, ``predicted_s`` (the closed form the choice used) and ``events``."""
+    (all-reduce) or x (n-1)/n, ``predicted_s`` (the closed form the choice used), ``terms`` (its parts:
+    :func:`idle_time`) and ``events``."""
     from t3.sim.engine import Engine
 
     if op not in OPS:
@@ -859,7 +894,8 @@ def simulate_collective(
         all_to_all(b, [[0.0 if g == h else m for h in range(gpus)] for g in range(gpus)], ex=ex, algo=a)
     res = Engine().run(b.build())
     t = res.makespan
-    pred = idle_time(op, a, pred_bytes, hw, gpus, ex)
+    terms: dict[str, Any] = {}
+    pred = idle_time(op, a, pred_bytes, hw, gpus, ex, terms=terms)
     algbw = nbytes / t
     return {
         "op": op,
@@ -872,6 +908,7 @@ def simulate_collective(
         "algbw_Bps": algbw,
         "busbw_Bps": algbw * busbw_factor(op, gpus),
         "predicted_s": pred,
+        "terms": terms,
         "traffic_bytes": res.schedule.traffic_per_gpu(),
         "events": res.events,
     }

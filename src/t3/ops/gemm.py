@@ -145,6 +145,26 @@ class GemmPlan:
         )
         return pro, max(w.compute_s, tot / x)
 
+    def breakdown(self, hw: Hardware) -> dict:
+        """The contention-free time's parts (:meth:`alone_s`): the kernel (tile, tiles, waves of
+        ``wave_size``, no K split: every tile runs its whole K loop), the tile's rate and what bounds it
+        (``matrix``: the peak at the GEMM clock x ``gemm_efficiency``; ``l2``: the CU's share of the L2
+        bandwidth at the tile's intensity), and the seconds of launch, exposed prologues and bodies (the
+        CU time alone is ``compute_s``; a body longer than it waits on memory)."""
+        c = hw.compute
+        rate = tile_flops_per_s(hw, self.tile_m, self.tile_n, self.shape.dtype)
+        clock = c.gemm_clock(self.shape.dtype)
+        peak = c.matrix_flops_per_clk_per_cu[self.shape.dtype] * clock * c.gemm_efficiency
+        parts = [self.wave_alone_s(w, hw) for w in self.waves]
+        return {
+            "tile": self.kernel, "tiles": self.tiles, "waves": len(self.waves), "wave_size": self.wave_size,
+            "split_k": 1, "clock_hz": clock, "tile_flops_per_s": rate,
+            "tile_bound": "matrix" if rate >= peak else "l2", "launch_s": c.kernel_launch_s,
+            "prologue_s": sum(p for p, _ in parts), "body_s": sum(b for _, b in parts),
+            "compute_s": self.compute_s,
+            "memory_bound_waves": sum(b > w.compute_s for (_, b), w in zip(parts, self.waves, strict=True)),
+        }  # fmt: skip
+
     def alone_s(self, hw: Hardware, launch: bool = True) -> float:
         """Contention-free time (s) of the whole GEMM alone: launch + every wave's prologue and body."""
         t = hw.compute.kernel_launch_s if launch else 0.0

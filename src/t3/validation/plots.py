@@ -13,11 +13,14 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: 
 from t3.errors import ConfigError  # noqa: E402
 from t3.validation.conventions import ABSOLUTE_ERROR, QUANTITY  # noqa: E402
 from t3.validation.dataset import CATEGORIES  # noqa: E402
+from t3.validation.regimes import K_BANDS, SIZE_BANDS, WAVE_BANDS, bands  # noqa: E402
 from t3.validation.runner import Outcome  # noqa: E402
 
 META = {"Software": None}  # no version string in the PNG: same inputs -> same bytes
 COLORS = {"h100-8": "#2e7d32", "h200-8": "#00838f", "mi300x-8": "#c62828"}
 MARKERS = {"calibration": "o", "validation": "^"}
+BAND_COLORS = ("#1565c0", "#ef6c00", "#6a1b9a", "#2e7d32", "#c62828")  # a band's colour, in band order
+BAND_ORDER = SIZE_BANDS + WAVE_BANDS + K_BANDS
 BAND = 0.10  # the +-10 % band drawn around y = x
 BAND_POINTS = 5.0  # categories compared in points (a slowdown in %): a +-5 point band, linear axes
 
@@ -39,7 +42,8 @@ def write_plots(outcomes: list[Outcome], folder: Path) -> list[str]:
 
 
 def _plot(cat: str, os_: list[Outcome], path: Path) -> None:
-    unit = os_[0].unit
+    """Left: every row by hardware and role. Right, where the category has size bands
+    (:mod:`t3.validation.regimes`): the same rows coloured by their band on the first axis."""
     linear = cat in ABSOLUTE_ERROR
     vals = [v for o in os_ for v in (o.measured, o.predicted)]
     if linear:
@@ -47,15 +51,10 @@ def _plot(cat: str, os_: list[Outcome], path: Path) -> None:
         lo, hi = min(vals) - 0.2 * span, max(vals) + 0.2 * span
     else:
         lo, hi = min(vals) / 1.5, max(vals) * 1.5
-    fig, ax = plt.subplots(figsize=(5.6, 5.0))
-    xs = [lo, hi]
-    if linear:
-        ax.fill_between(xs, [x - BAND_POINTS for x in xs], [x + BAND_POINTS for x in xs], color="#e0e0e0",
-                        label=f"±{BAND_POINTS:.0f} points")  # fmt: skip
-    else:
-        ax.fill_between(xs, [x * (1 - BAND) for x in xs], [x * (1 + BAND) for x in xs], color="#e0e0e0",
-                        label=f"±{BAND * 100:.0f} %")  # fmt: skip
-    ax.plot(xs, xs, color="#616161", linewidth=1, label="predicted = measured")
+    axis = next(iter(bands(os_[0])), None)
+    fig, axes = plt.subplots(1, 2 if axis else 1, figsize=(11.2 if axis else 5.6, 5.0), squeeze=False)
+    ax = axes[0][0]
+    _frame(ax, cat, os_, lo, hi, linear)
     seen = set()
     for o in os_:
         key = (o.row.hardware, o.row.role)
@@ -66,6 +65,41 @@ def _plot(cat: str, os_: list[Outcome], path: Path) -> None:
             label=None if key in seen else f"{o.row.hardware}, {o.row.role}",
         )  # fmt: skip
         seen.add(key)
+    ax.legend(fontsize=7, loc="upper left")
+    if axis:
+        ax = axes[0][1]
+        _frame(ax, cat, os_, lo, hi, linear)
+        names = sorted(
+            {bands(o)[axis] for o in os_}, key=lambda b: BAND_ORDER.index(b) if b in BAND_ORDER else 99
+        )
+        seen = set()
+        for o in os_:
+            b = bands(o)[axis]
+            color = BAND_COLORS[names.index(b) % len(BAND_COLORS)]
+            ax.scatter(
+                [o.measured], [o.predicted], marker=MARKERS[o.row.role], s=28, linewidths=1, edgecolors=color,
+                facecolors="none" if o.row.role == "validation" else color,
+                label=None if (b, o.row.role) in seen else f"{axis} {b}, {o.row.role}",
+            )  # fmt: skip
+            seen.add((b, o.row.role))
+        ax.set_title(f"{QUANTITY[cat]}: by {axis}")
+        ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata=META)
+    plt.close(fig)
+
+
+def _frame(ax, cat: str, os_: list[Outcome], lo: float, hi: float, linear: bool) -> None:
+    """Axes, limits, the y = x line and the error band of one panel."""
+    unit = os_[0].unit
+    xs = [lo, hi]
+    if linear:
+        ax.fill_between(xs, [x - BAND_POINTS for x in xs], [x + BAND_POINTS for x in xs], color="#e0e0e0",
+                        label=f"±{BAND_POINTS:.0f} points")  # fmt: skip
+    else:
+        ax.fill_between(xs, [x * (1 - BAND) for x in xs], [x * (1 + BAND) for x in xs], color="#e0e0e0",
+                        label=f"±{BAND * 100:.0f} %")  # fmt: skip
+    ax.plot(xs, xs, color="#616161", linewidth=1, label="predicted = measured")
     if not linear:
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -78,8 +112,4 @@ def _plot(cat: str, os_: list[Outcome], path: Path) -> None:
     ax.set_xlabel(f"measured ({unit})")
     ax.set_ylabel(f"predicted ({unit})")
     ax.set_title(f"{QUANTITY[cat]}: {len(os_)} rows")
-    ax.legend(fontsize=7, loc="upper left")
     ax.grid(True, which="both", linewidth=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata=META)
-    plt.close(fig)

@@ -85,10 +85,12 @@ class Predictor:
             # a kernel's device time has no launch in it: compare like with like
             t = r["device_s"] if w["timing"] == "device" else r["time_s"]
             return Outcome(row, measured_compared(row), r["busbw_Bps"] * r["time_s"] / t / 1e9,
-                           {"algo": r["algo"], "time_s": t})  # fmt: skip
+                           {"algo": r["algo"], "time_s": t, "call_s": r["time_s"], "device_s": r["device_s"],
+                            "terms": r["terms"]})  # fmt: skip
         if row.category == "gemm_tflops":
             r = self._call(api.gemm, m=w["m"], n=w["n"], k=w["k"], dtype=w["dtype"], hardware=hw)
-            return Outcome(row, measured_compared(row), r["tflops"], {"time_s": r["time_s"]})
+            detail = {k: v for k, v in r.items() if k not in ("m", "n", "k", "dtype", "hardware", "tflops")}
+            return Outcome(row, measured_compared(row), r["tflops"], detail)
         if row.category == "interference":
             kw = {k: w[k] for k in ("m", "n", "k", "dtype", "comm", "nbytes", "gpus", "cus", "algo",
                                     "arrangement", "executor", "channels")}  # fmt: skip
@@ -107,14 +109,15 @@ class Predictor:
             return Outcome(row, measured_compared(row), r["time_s"] * 1e6, {"time_s": r["time_s"]})
         shape = {k: w[k] for k in ("op", "m", "n", "k", "gpus", "dtype")}
         fused = self._call(api.overlap, **shape, hardware=hw, schedule=w["schedule"])
+        parts = {k: fused[k] for k in ("gemm_alone_s", "comm_alone_s", "contention_s", "decomposition_s")}
         if row.category == "overlap_time":
             return Outcome(row, measured_compared(row), fused["time_s"] * 1e3,
-                           {"schedule": fused["schedule"], "time_s": fused["time_s"]})  # fmt: skip
+                           {"schedule": fused["schedule"], "time_s": fused["time_s"], **parts})  # fmt: skip
         base = self._call(api.overlap, **shape, hardware=hw, schedule=w["baseline"])
         return Outcome(
             row, measured_compared(row), base["time_s"] / fused["time_s"],
             {"baseline": base["schedule"], "baseline_s": base["time_s"], "schedule": fused["schedule"],
-             "fused_s": fused["time_s"]},
+             "fused_s": fused["time_s"], **parts},
         )  # fmt: skip
 
 

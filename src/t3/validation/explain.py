@@ -1,0 +1,94 @@
+"""``t3 validate --explain ROW``: one row's prediction taken apart, every number with its unit.
+
+A collective: the algorithm and protocol, and its closed form on an idle node (launch, fixed latency,
+per-hop latency x hops, the transfer and each resource's seconds over the steps) beside the simulated
+time; a GEMM: the kernel (tile, tiles, waves, K split), the tile's rate and what bounds it, the clock,
+and the launch, exposed prologues and wave bodies; an interference or overlap row: the parts its
+prediction is built from. The figures come from the same calls ``t3 validate`` makes
+(:class:`~t3.validation.runner.Predictor`), so they add up to the prediction shown.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from t3.validation.regimes import bands
+from t3.validation.runner import Outcome
+
+
+def _us(s: float) -> str:
+    return f"{s * 1e6:.4g} us"
+
+
+def _tf(x: float) -> str:
+    return f"{x / 1e12:.4g} TFLOP/s"
+
+
+def explain(o: Outcome) -> list[tuple[str, str]]:
+    """(label, value with its unit) lines describing how ``o``'s prediction was made."""
+    r, d, w = o.row, o.detail, o.row.workload
+    err = "pp" if r.category == "interference" else "%"
+    lines: list[tuple[str, str]] = [
+        ("row", f"{r.id} ({r.category}, {r.role}{', blind' if r.blind else ''})"),
+        ("hardware", r.hardware),
+        ("source", f"{r.source} ({r.locator})" if r.locator else r.source),
+        ("conventions", r.conventions or "-"),
+        ("measured", f"{o.measured:.4g} {o.unit}"),
+        ("predicted", f"{o.predicted:.4g} {o.unit}"),
+        ("error", f"{o.error * 100:+.1f} {err}"),
+    ]
+    lines += [(f"band ({axis})", band) for axis, band in bands(o).items()]
+    if r.category == "collective_busbw":
+        lines += _collective(d, w)
+    elif r.category == "gemm_tflops":
+        lines += _gemm(d)
+    else:
+        lines += [(k, _value(k, v)) for k, v in d.items()]
+    return lines
+
+
+def _value(key: str, v: Any) -> str:
+    if isinstance(v, float) and key.endswith("_s"):
+        return _us(v)
+    if isinstance(v, float) and key.endswith("_pct"):
+        return f"{v:.4g} %"
+    return str(v)
+
+
+def _collective(d: dict[str, Any], w: dict[str, Any]) -> list[tuple[str, str]]:
+    t = d["terms"]
+    res = ", ".join(f"{k} {_us(v)}" for k, v in t["resources_s"].items()) or "not split for this algorithm"
+    timed = "kernel (device-timed row: no launch)" if w["timing"] == "device" else "call (host-timed row)"
+    lines = [
+        ("algorithm", d["algo"]),
+        ("compared time", f"{_us(d['time_s'])}: the {timed}"),
+        ("simulated call", f"{_us(d['call_s'])} (kernel {_us(d['device_s'])})"),
+        ("closed form", f"{_us(t['total_s'])} on an idle node = the terms below"),
+        ("  launch", _us(t["launch_s"])),
+        ("  fixed latency", _us(t["base_latency_s"])),
+        ("  hop latency", f"{_us(t['hop_latency_s'])} ({t['hops']} hops)"),
+        ("  transfer", f"{_us(t['transfer_s'])} (each step takes its slowest resource)"),
+        ("  resources over the steps", res),
+    ]
+    gap = d["call_s"] - t["total_s"]
+    if abs(gap) > 1e-9 * d["call_s"]:
+        lines.append(
+            ("simulated - closed form", f"{_us(gap)} (bytes in flight limited by the memory's latency)")
+        )
+    return lines
+
+
+def _gemm(d: dict[str, Any]) -> list[tuple[str, str]]:
+    bound = {"matrix": "matrix peak x efficiency", "l2": "the CU's share of L2 bandwidth"}[d["tile_bound"]]
+    per_wave = d["tiles"] / d["wave_size"]
+    return [
+        ("kernel", f"{d['tile']} tiles, {d['tiles']} tiles in {d['waves']} waves of {d['wave_size']} "
+                   f"({per_wave:.3g} waves of work), K split {d['split_k']}"),
+        ("tile rate", f"{_tf(d['tile_flops_per_s'])} per CU, bound by {bound}"),
+        ("clock", f"{d['clock_hz'] / 1e9:.4g} GHz"),
+        ("time", f"{_us(d['time_s'])} = the parts below"),
+        ("  launch", _us(d["launch_s"])),
+        ("  prologues", f"{_us(d['prologue_s'])} (each wave's first K stages, exposed)"),
+        ("  wave bodies", f"{_us(d['body_s'])} (CU time alone {_us(d['compute_s'])}; "
+                          f"{d['memory_bound_waves']} of {d['waves']} waves wait on memory)"),
+    ]  # fmt: skip

@@ -103,11 +103,18 @@ def test_blind_sets_are_disjoint_from_training_and_each_other():
     """Evaluated-only operator sets: none is a training operator, a design operator or in another set."""
     from t3.ficco.learned import DATA, load_rows
     from t3.ficco.scenarios import DESIGN_OPERATORS, UNSEEN_OPERATORS
-    from t3.ficco.trainset import FRESH2_OPERATORS, FRESH3_OPERATORS, FRESH4_OPERATORS, FRESH_OPERATORS, _key
+    from t3.ficco.trainset import (
+        FRESH2_OPERATORS,
+        FRESH3_OPERATORS,
+        FRESH4_OPERATORS,
+        FRESH5_OPERATORS,
+        FRESH_OPERATORS,
+        _key,
+    )
 
     labelled = {(r["operator"]["op"], r["operator"]["m"], r["operator"]["n"], r["operator"]["k"],
                  r["operator"]["gpus"], r["operator"]["dtype"], r["operator"]["skew"]) for r in load_rows(DATA)}  # fmt: skip
-    sets = [UNSEEN_OPERATORS, FRESH_OPERATORS, FRESH2_OPERATORS, FRESH3_OPERATORS, FRESH4_OPERATORS]
+    sets = [UNSEEN_OPERATORS, FRESH_OPERATORS, FRESH2_OPERATORS, FRESH3_OPERATORS, FRESH4_OPERATORS, FRESH5_OPERATORS]
     keys = [{_key(f) for f in s} for s in sets]
     assert (
         len(FRESH3_OPERATORS) >= 40

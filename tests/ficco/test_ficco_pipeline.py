@@ -22,7 +22,7 @@ from t3.ficco.pipeline import (
 )  # fmt: skip
 from t3.ficco.scenarios import OPERATORS
 from t3.ficco.space import FiccoOperator, legality, parse_name
-from t3.ops.gemm import add_gemm
+from t3.ops.gemm import add_gemm, declare_kernel
 from t3.schedules.ficco import ficco_schedule, gemm_alone_schedule, gemm_plan
 from t3.sim.engine import Engine
 from t3.sim.schedule import ScheduleBuilder
@@ -43,7 +43,9 @@ def test_gemm_alone_matches_engine(hwn, mnk):
 @pytest.mark.parametrize("seed", range(4))
 def test_two_streams_of_pieces_match_engine(hwn, seed):
     """Pieces on two streams with arrival times (piece i waits for its data and piece i-2),
-    one of them accumulating (K split): the engine's schedule of the same GEMMs is the oracle."""
+    one of them accumulating (K split): the engine's schedule of the same GEMMs is the oracle, with
+    the GEMMs' block dispatch declared as FiCCO's schedules declare it (h100-8 dispatches in launch
+    order: the two streams' GEMMs take turns; mi300x-8 shares the CUs)."""
     rng = random.Random(seed)
     hw = load_hardware(hwn)
     shapes = [GemmShape(rng.choice([64, 256, 768]), rng.choice([1536, 4096]), rng.choice([512, 4096]), "bf16")
@@ -58,7 +60,9 @@ def test_two_streams_of_pieces_match_engine(hwn, seed):
         if a:
             b.add(0, f"acc{i}", kind="gemm-load", cat="gemm", work=[(b.hbm(0), shape.out_bytes)], deps=deps)
             deps = [(0, f"acc{i}")]
-        ends[i] = add_gemm(b, 0, gemm_plan(shape, hw), prefix=f"p{i}", deps=deps)[-1]
+        plan = gemm_plan(shape, hw)
+        ends[i] = add_gemm(b, 0, plan, prefix=f"p{i}", deps=deps)[-1]
+        declare_kernel(b, 0, plan, f"p{i}")
     eng = Engine().run(b.build()).makespan
     bw = hw.hbm.effective_Bps
     items = [

@@ -21,7 +21,9 @@ Durations:
   wave ``i``; a K piece after the first first reads the output back. Concurrent loads and computes
   (one GEMM's double buffering, or two GEMMs on two streams) share the HBM and the CUs by
   demand-proportional progressive filling, the engine's rule (:func:`_share`). One stream: pieces
-  back to back, each its alone time. Two streams: piece ``i`` waits for piece ``i - 2``;
+  back to back, each its alone time. Two streams: piece ``i`` waits for piece ``i - 2``; where
+  the GPU dispatches blocks in launch order (``compute.dispatch``), a GEMM kernel waits for the CUs
+  while the other stream's fills them (:class:`_Gate`), so the two streams' GEMMs take turns;
 - a transfer step: fixed delay (link latency, DMA command overhead, kernel launch for a CU kernel)
   plus its bytes at the bottleneck rate of what the step's sends share: the links at their
   achievable rate (a mesh: one per peer; a switch: the GPU's port), the HBM (each GPU reads what it
@@ -132,12 +134,15 @@ def _spec(bw: float, dem: dict[str, float], window: float = 0.0) -> tuple | None
 
 
 def _caps(hw: Hardware, bw: float | None) -> dict:
-    return {"hbm": bw or hw.hbm.effective_Bps, "cu": float(hw.compute.cus), "timing": hbm_timing(hw)}
+    return {
+        "hbm": bw or hw.hbm.effective_Bps, "cu": float(hw.compute.cus), "timing": hbm_timing(hw),
+        "launch_order": hw.compute.dispatch == "launch_order",  # GEMM kernels take the CUs in turn
+    }  # fmt: skip
 
 
 def _caps_key(caps: dict) -> tuple:
-    """What of ``caps`` the sharing depends on, as a memo key."""
-    return caps["hbm"], caps["cu"], caps["timing"]
+    """What of ``caps`` the sharing and the streams depend on, as a memo key."""
+    return caps["hbm"], caps["cu"], caps["timing"], caps["launch_order"]
 
 
 _RESOURCES = ("hbm", "cu")
@@ -169,14 +174,41 @@ def _share(ops: list[tuple], caps: dict) -> list[float]:
     return rate
 
 
+class _Gate:
+    """Block dispatch in launch order (``compute.dispatch = "launch_order"``, as
+    :func:`t3.ops.gemm.declare_kernel` declares a GEMM to the engine): a GEMM kernel begins only when
+    no other fills the CUs, first come first served; it fills them from its launch to the end of its
+    last wave."""
+
+    def __init__(self) -> None:
+        self.holder = None
+        self.queue: list = []
+
+    def enter(self, s) -> bool:
+        """``s`` asks to begin its GEMM: True if it may (now, or once let in by :meth:`leave`)."""
+        if self.holder is s:
+            return True
+        if self.holder is None and not self.queue:
+            self.holder = s
+            return True
+        if s not in self.queue:
+            self.queue.append(s)
+        return False
+
+    def leave(self, s) -> None:
+        if self.holder is s:
+            self.holder = self.queue.pop(0) if self.queue else None
+
+
 class _Stream:
     """The pieces of one compute stream, run in order: a piece starts when its units have arrived
     and the stream's previous piece has ended; a GEMM runs its waves one after the other, each a
     prologue (its first K stages' reads) then a body (compute coupled to the remaining reads and the
-    output writes), as :func:`t3.ops.gemm.add_gemm` builds them."""
+    output writes), as :func:`t3.ops.gemm.add_gemm` builds them; with a ``gate``, its launch waits
+    for the CUs (:class:`_Gate`)."""
 
-    def __init__(self, items: list, ready):
-        self.items, self.ready = items, ready
+    def __init__(self, items: list, ready, gate: _Gate | None = None):
+        self.items, self.ready, self.gate = items, ready, gate
         self.p = 0  # piece
         self.j = -1  # job of the piece (-1: waiting for its units)
         self.stage = ""
@@ -201,7 +233,7 @@ class _Stream:
             return True
         job = jobs[self.j]
         if self.stage == "acc":
-            if self.op is not None:
+            if self.op is not None or (self.gate is not None and not self.gate.enter(self)):
                 return False
             self.stage, self.until = "launch", now + job.launch_s
             return True
@@ -212,6 +244,8 @@ class _Stream:
         if self.op is not None:
             return False
         if self.wave == len(job.waves):
+            if self.gate is not None:
+                self.gate.leave(self)
             self.j += 1
             if self.j == len(jobs):
                 self.ends.append(now)
@@ -263,7 +297,8 @@ def _run_streams(items: list, ready, streams: int, caps: dict[str, float]) -> di
             ends.append(free)
         per_stream = [ends]
     else:
-        ss = [_Stream(items[s::streams], ready) for s in range(streams)]
+        gate = _Gate() if caps["launch_order"] else None
+        ss = [_Stream(items[s::streams], ready, gate) for s in range(streams)]
         _fluid(ss, caps)
         per_stream = [s.ends for s in ss]
     done: dict = {}
@@ -283,9 +318,12 @@ def _fluid(ss: list[_Stream], caps: dict[str, float]) -> None:
     now = 0.0
     ckey = _caps_key(caps)
     while True:
-        for s in ss:  # a stream's transitions depend on its own state and the time only
-            while s.step(now):
-                pass
+        moved = True
+        while moved:  # a stream's transitions depend on its own state, the time and the CUs' gate
+            moved = False
+            for s in ss:
+                while s.step(now):
+                    moved = True
         act = [(s, a) for s in ss for a in s.active()]
         nxt = min(s.timer(now) for s in ss)
         if not act:

@@ -161,3 +161,20 @@ def _fresh4() -> tuple[FiccoOperator, ...]:
 
 
 FRESH4_OPERATORS: tuple[FiccoOperator, ...] = _fresh4()
+
+
+def _fresh5() -> tuple[FiccoOperator, ...]:
+    """Fifth fresh blind set (committed before any of its results existed, together with the pipeline
+    selector's contention factors refitted on the current engine, whose GEMM pieces on two compute
+    streams now take turns on the CUs where the GPU dispatches in launch order): every (model,
+    sublayer) pair of the eight zoo models at **3328 tokens** (TP 8 + SP; a token count no other set
+    uses, and not a multiple of 512 as every training token count is), Mixtral-8x7B-style experts at
+    1792 tokens per GPU and DeepSeek-V3-style at 1152 (uniform), minus any operator of the training
+    set."""
+    ops = [op for m in ZOO for op in dense_operators(m, 3328)]
+    ops += [expert_operator(EXPERTS[0], 1792), expert_operator(EXPERTS[1], 1152)]
+    train = {_key(f) for f in training_operators(200)}
+    return tuple(f for f in ops if _key(f) not in train)
+
+
+FRESH5_OPERATORS: tuple[FiccoOperator, ...] = _fresh5()

@@ -422,6 +422,16 @@ def gemm_tail(plan: GemmPlan, w: Wave) -> tuple[float, float] | tuple[()]:
     return (float(plan.tiles), float(plan.wave_size))
 
 
+def declare_kernel(b, gpu: int, plan: GemmPlan, prefix: str = "gemm") -> None:
+    """Declare the block dispatch of a GEMM added by :func:`add_gemm` where the GPU dispatches in
+    launch order (``compute.dispatch``; :meth:`t3.sim.schedule.ScheduleBuilder.kernel`): it begins
+    with its first prologue once no earlier kernel fills the CUs, and fills them to the end of its
+    last wave (the libraries' GEMM kernels are persistent: one block per CU looping over the tiles,
+    ``measurements/*/kernel-facts.json``). Elsewhere (``shared``) nothing is declared."""
+    if b.hw.compute.dispatch == "launch_order":
+        b.kernel(gpu, f"{prefix}.L0", fills=[f"{prefix}.{x}{w.index}" for w in plan.waves for x in "LC"])
+
+
 def add_gemm(
     b,
     gpu: int,

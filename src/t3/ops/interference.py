@@ -189,7 +189,7 @@ def _run(
     (``"comm"`` or ``"gemm"``), the other starting ``lead_s`` later; ``one_launch``: the communication's
     repetitions are one kernel looping on (``held``), not launches of their own. Returns (end of the
     GEMM chain, end of the communication chain, engine events)."""
-    from t3.ops.gemm import add_gemm, plan_gemm
+    from t3.ops.gemm import add_gemm, declare_kernel, plan_gemm
     from t3.sim.engine import Engine
 
     b = _builder(hw, comm)
@@ -208,11 +208,9 @@ def _run(
 
     def gemms_chain() -> None:
         after: list[Ref] = start("gemm") if gemms else []
-        waves = len(plan.waves)
         for i in range(gemms):
             after = add_gemm(b, 0, plan, prefix=f"gemm{i}", deps=after)[-1:]
-            if hw.compute.dispatch == "launch_order":
-                b.kernel(0, f"gemm{i}.L0", fills=[f"gemm{i}.{x}{w}" for w in range(waves) for x in "LC"])
+            declare_kernel(b, 0, plan, f"gemm{i}")
 
     # the chain launched first is added first (block dispatch, see the module's docstring)
     for chain in (comms_chain, gemms_chain) if first == "comm" else (gemms_chain, comms_chain):

@@ -66,7 +66,7 @@ from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
 from t3.ficco.space import Axes, FiccoOperator
 from t3.ops.collectives import Executor, all_gather, all_to_all, reduce_scatter, transfer_work
-from t3.ops.gemm import GemmPlan, add_gemm, gemm_tail, l2_body_bytes, plan_gemm
+from t3.ops.gemm import GemmPlan, add_gemm, declare_kernel, gemm_tail, l2_body_bytes, plan_gemm
 from t3.sim.schedule import Ref, Schedule, ScheduleBuilder, hbm_timing
 from t3.workload.sublayers import GemmShape
 
@@ -451,6 +451,7 @@ class _Gen:
                     if plan is None:
                         plan = self.plans[key] = gemm_plan(shape, self.hw, cus=self.gemm_cus)
                     deps = add_gemm(b, g, plan, prefix=pre, deps=deps)[-1:]
+                    declare_kernel(b, g, plan, pre)  # the pieces' GEMMs on two streams take turns
                 b.add(g, f"p{p.index}.end", kind="piece", cat="gemm", deps=deps)
 
     def fused_compute(self, arr: dict[tuple[int, Unit], list[Ref]]) -> None:

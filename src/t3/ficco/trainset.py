@@ -63,16 +63,22 @@ FRESH_OPERATORS: tuple[FiccoOperator, ...] = (
 )
 
 
+def _zoo_set(tokens: int, mixtral_tokens: int, deepseek_tokens: int) -> tuple[FiccoOperator, ...]:
+    """Every (model, sublayer) pair of the eight zoo models at ``tokens`` (TP 8 + SP), Mixtral-8x7B-
+    and DeepSeek-V3-style experts at their tokens per GPU (uniform), minus any training operator."""
+    ops = [op for m in ZOO for op in dense_operators(m, tokens)]
+    ops += [expert_operator(EXPERTS[0], mixtral_tokens), expert_operator(EXPERTS[1], deepseek_tokens)]
+    train = {_key(f) for f in training_operators(200)}
+    return tuple(f for f in ops if _key(f) not in train)
+
+
 def _fresh2() -> tuple[FiccoOperator, ...]:
     """Second fresh blind set (committed before any of its results existed, after the pipeline
     selector was frozen): every (model, sublayer) pair of the eight zoo models at **3584 tokens**
     (TP 8 + SP; a token count no design, unseen or fresh operator uses), Mixtral-8x7B-style experts at
     1536 tokens per GPU and DeepSeek-V3-style at 384 (uniform), minus any operator of the training
     set."""
-    ops = [op for m in ZOO for op in dense_operators(m, 3584)]
-    ops += [expert_operator(EXPERTS[0], 1536), expert_operator(EXPERTS[1], 384)]
-    train = {_key(f) for f in training_operators(200)}
-    return tuple(f for f in ops if _key(f) not in train)
+    return _zoo_set(3584, 1536, 384)
 
 
 def _tokens(rng: random.Random) -> int:
@@ -154,10 +160,7 @@ def _fresh4() -> tuple[FiccoOperator, ...]:
     token count no other set uses, and not a multiple of 512 as every training token count is),
     Mixtral-8x7B-style experts at 2560 tokens per GPU and DeepSeek-V3-style at 768 (uniform), minus
     any operator of the training set."""
-    ops = [op for m in ZOO for op in dense_operators(m, 2816)]
-    ops += [expert_operator(EXPERTS[0], 2560), expert_operator(EXPERTS[1], 768)]
-    train = {_key(f) for f in training_operators(200)}
-    return tuple(f for f in ops if _key(f) not in train)
+    return _zoo_set(2816, 2560, 768)
 
 
 FRESH4_OPERATORS: tuple[FiccoOperator, ...] = _fresh4()
@@ -171,10 +174,7 @@ def _fresh5() -> tuple[FiccoOperator, ...]:
     uses, and not a multiple of 512 as every training token count is), Mixtral-8x7B-style experts at
     1792 tokens per GPU and DeepSeek-V3-style at 1152 (uniform), minus any operator of the training
     set."""
-    ops = [op for m in ZOO for op in dense_operators(m, 3328)]
-    ops += [expert_operator(EXPERTS[0], 1792), expert_operator(EXPERTS[1], 1152)]
-    train = {_key(f) for f in training_operators(200)}
-    return tuple(f for f in ops if _key(f) not in train)
+    return _zoo_set(3328, 1792, 1152)
 
 
 FRESH5_OPERATORS: tuple[FiccoOperator, ...] = _fresh5()

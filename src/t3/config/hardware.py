@@ -586,8 +586,13 @@ def _own_name(hw: Hardware, path: Path) -> Hardware:
     return hw.model_copy(update={"name": f"{label} (from {hw.name})"})
 
 
+# presets parsed once per process (a Hardware is frozen: the same object serves every call)
+_PRESETS: dict[str, Hardware] = {}
+
+
 def load_hardware(name_or_path: str | Path, overrides: dict[str, Any] | None = None) -> Hardware:
-    """Load a preset by name (``paper-80cu``) or a user TOML file by path, then apply overrides."""
+    """Load a preset by name (``paper-80cu``; parsed once per process) or a user TOML file by path
+    (read at every call), then apply overrides."""
     if not isinstance(name_or_path, str | Path):
         raise ConfigError(
             f"hardware: expected a preset name or a TOML file, got {describe_value(name_or_path)}"
@@ -603,10 +608,13 @@ def load_hardware(name_or_path: str | Path, overrides: dict[str, Any] | None = N
         data.setdefault("name", path.stem)
     else:
         path = None
-        if s not in preset_names():
-            raise ConfigError(f"hardware: unknown preset '{s}' (available: {', '.join(preset_names())})")
-        text = resources.files("t3.config").joinpath("presets", f"{s}.toml").read_text()
-        data = parse_toml(text, f"hardware '{s}'")
+        hw = _PRESETS.get(s)
+        if hw is None:
+            if s not in preset_names():
+                raise ConfigError(f"hardware: unknown preset '{s}' (available: {', '.join(preset_names())})")
+            text = resources.files("t3.config").joinpath("presets", f"{s}.toml").read_text()
+            hw = _PRESETS[s] = hardware_from_dict(parse_toml(text, f"hardware '{s}'"), s)
+        return hw.with_overrides(overrides) if overrides else hw
     hw = hardware_from_dict(data, s)
     if path is not None and hw.name in preset_names():
         hw = _own_name(hw, path)

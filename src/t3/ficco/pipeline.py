@@ -317,13 +317,14 @@ def _fluid(ss: list[_Stream], caps: dict[str, float]) -> None:
     :func:`_share` gives it."""
     now = 0.0
     ckey = _caps_key(caps)
+    gated = any(s.gate is not None for s in ss)
     while True:
         moved = True
-        while moved:  # a stream's transitions depend on its own state, the time and the CUs' gate
-            moved = False
+        while moved:  # a stream's transitions depend on its own state and the time, and on the CUs' gate:
+            moved = False  # a stream leaving it lets another in at the same instant (a second pass)
             for s in ss:
                 while s.step(now):
-                    moved = True
+                    moved = gated
         act = [(s, a) for s in ss for a in s.active()]
         nxt = min(s.timer(now) for s in ss)
         if not act:

@@ -792,7 +792,7 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
         sw = n * S / col.nvls_reduce_Bps
         hb, cu = _hbm_s(hw, S, S), _cu_s(hw, nv, 2 * c)
         t = hw.compute.kernel_launch_s * launch + col.nvls_latency_s + max(port, hb, sw, cu)
-        hops, alpha = 0, 0.0
+        base, hops, alpha = col.nvls_latency_s, 0, 0.0  # (whatever the executor: the switch's latency)
         if terms is not None:
             _add_parts(res, link=port, hbm=hb, switch=sw, cu=cu)
     else:

@@ -154,7 +154,7 @@ class GemmPlan:
         c = hw.compute
         rate = tile_flops_per_s(hw, self.tile_m, self.tile_n, self.shape.dtype)
         clock = c.gemm_clock(self.shape.dtype)
-        peak = c.matrix_flops_per_clk_per_cu[self.shape.dtype] * clock * c.gemm_efficiency
+        peak = tile_peak_flops_per_s(hw, self.shape.dtype)
         parts = [self.wave_alone_s(w, hw) for w in self.waves]
         return {
             "tile": self.kernel, "tiles": self.tiles, "waves": len(self.waves), "wave_size": self.wave_size,
@@ -227,14 +227,20 @@ def tile_flops_per_s(hw: Hardware, tm: int, tn: int, dtype: str) -> float:
     """FLOP/s one CU sustains on a ``tm x tn`` tile: the inner loop at ``gemm_efficiency`` of the matrix
     peak at the GEMM clock, or the CU's share of the L2 bandwidth times the tile's operand intensity."""
     c = hw.compute
-    rate = c.matrix_flops_per_clk_per_cu.get(dtype)
-    if rate is None:
-        raise ScheduleError(f"dtype: hardware '{hw.name}' has no matrix rate for {dtype}")
-    peak = rate * c.gemm_clock(dtype) * c.gemm_efficiency
+    peak = tile_peak_flops_per_s(hw, dtype)
     if c.l2_Bps is None:
         return peak
     intensity = 2.0 * tm * tn / ((tm + tn) * DTYPE_BYTES[dtype])  # FLOP per byte read from the L2
     return min(peak, c.l2_Bps / c.cus * intensity)
+
+
+def tile_peak_flops_per_s(hw: Hardware, dtype: str) -> float:
+    """A fed tile's inner-loop rate on one CU: the matrix peak at the GEMM clock x ``gemm_efficiency``."""
+    c = hw.compute
+    rate = c.matrix_flops_per_clk_per_cu.get(dtype)
+    if rate is None:
+        raise ScheduleError(f"dtype: hardware '{hw.name}' has no matrix rate for {dtype}")
+    return rate * c.gemm_clock(dtype) * c.gemm_efficiency
 
 
 _PLANS: dict = {}

@@ -13,14 +13,13 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: 
 from t3.errors import ConfigError  # noqa: E402
 from t3.validation.conventions import ABSOLUTE_ERROR, QUANTITY  # noqa: E402
 from t3.validation.dataset import CATEGORIES  # noqa: E402
-from t3.validation.regimes import K_BANDS, SIZE_BANDS, WAVE_BANDS, bands  # noqa: E402
+from t3.validation.regimes import band_key, bands  # noqa: E402
 from t3.validation.runner import Outcome  # noqa: E402
 
 META = {"Software": None}  # no version string in the PNG: same inputs -> same bytes
 COLORS = {"h100-8": "#2e7d32", "h200-8": "#00838f", "mi300x-8": "#c62828"}
 MARKERS = {"calibration": "o", "validation": "^"}
 BAND_COLORS = ("#1565c0", "#ef6c00", "#6a1b9a", "#2e7d32", "#c62828")  # a band's colour, in band order
-BAND_ORDER = SIZE_BANDS + WAVE_BANDS + K_BANDS
 BAND = 0.10  # the +-10 % band drawn around y = x
 BAND_POINTS = 5.0  # categories compared in points (a slowdown in %): a +-5 point band, linear axes
 
@@ -69,9 +68,7 @@ def _plot(cat: str, os_: list[Outcome], path: Path) -> None:
     if axis:
         ax = axes[0][1]
         _frame(ax, cat, os_, lo, hi, linear)
-        names = sorted(
-            {bands(o)[axis] for o in os_}, key=lambda b: BAND_ORDER.index(b) if b in BAND_ORDER else 99
-        )
+        names = sorted({bands(o)[axis] for o in os_}, key=lambda b: band_key(axis, b))
         seen = set()
         for o in os_:
             b = bands(o)[axis]

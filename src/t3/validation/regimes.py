@@ -58,7 +58,9 @@ def bands(o: Outcome) -> dict[str, str]:
     return {}
 
 
-def _order(axis: str, band: str) -> tuple:
+def band_key(axis: str, band: str) -> tuple:
+    """Sort key of a band on its axis: the fixed bands in size order, GPU counts by number, the
+    others (dtypes) by name."""
     for fixed in (SIZE_BANDS, WAVE_BANDS, K_BANDS, TIMING_BANDS):
         if band in fixed:
             return (0, fixed.index(band), "")
@@ -82,16 +84,11 @@ def summarize_bands(outcomes: list[Outcome]) -> list[dict[str, Any]]:
     out = []
     for cat in CATEGORIES:
         for axis in axes.get(cat, []):
-            keys = sorted(
-                (k for k in groups if k[0] == cat and k[1] == axis),
-                key=lambda k: (_order(axis, k[2]), ROLES.index(k[3])),
-            )
-            fixed = next((f for f in (SIZE_BANDS, WAVE_BANDS, K_BANDS) if keys and keys[0][2] in f), ())
+            keys = [k for k in groups if k[0] == cat and k[1] == axis]
             have = {k[2] for k in keys}
-            for band in fixed:  # a band without rows says so: no evidence there
-                if band not in have:
-                    keys.append((cat, axis, band, "-"))
-            keys.sort(key=lambda k: (_order(axis, k[2]), ROLES.index(k[3]) if k[3] in ROLES else -1))
+            fixed = next((f for f in (SIZE_BANDS, WAVE_BANDS, K_BANDS) if have & set(f)), ())
+            keys += [(cat, axis, band, "-") for band in fixed if band not in have]  # no evidence there
+            keys.sort(key=lambda k: (band_key(axis, k[2]), ROLES.index(k[3]) if k[3] in ROLES else -1))
             for k in keys:
                 os_ = groups.get(k, [])
                 if not os_:

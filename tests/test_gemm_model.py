@@ -9,7 +9,17 @@ import numpy as np
 import pytest
 
 from t3.config.hardware import load_hardware
-from t3.ops.gemm import add_gemm, l2_hit, plan_gemm, tile_flops_per_s, tile_menu
+from t3.ops.gemm import (
+    add_gemm,
+    l2_hit,
+    plan_gemm,
+    stream_k_fixup_s,
+    tile_epilogue_s,
+    tile_flops_per_s,
+    tile_l2_elems,
+    tile_menu,
+    tile_peak_flops_per_s,
+)
 from t3.schedules import RunOptions, get_config
 from t3.schedules.t3 import staggered_plan
 from t3.sim.engine import Engine
@@ -145,3 +155,65 @@ def test_one_gemm_model_for_run_ficco_and_the_selector():
         t_sel = gemm_alone_s(shape, hw, hw.compute.cus)
         assert t_ficco == pytest.approx(t_run, rel=1e-9)
         assert t_sel == pytest.approx(t_run, rel=1e-6)
+
+
+def test_exposed_epilogue_adds_each_tiles_store_at_the_cus_l2_share():
+    """Closed form: with ``epilogue = "exposed"`` every tile costs its K loop plus ``tm tn bytes / (l2_Bps /
+    cus)``; the whole GEMM's CU time grows by that per tile round, so short-K GEMMs lose the most."""
+    hw = load_hardware("h100-8")
+    over = hw.with_overrides({"compute.epilogue": "overlapped"})
+    c = hw.compute
+    for mnk in ((4096, 4096, 256), (8192, 8192, 1024), (8192, 8192, 8192)):
+        shape = GemmShape(*mnk, "bf16")
+        a = plan_gemm(shape, hw, tile=(256, 128))
+        b = plan_gemm(shape, over, tile=(256, 128))
+        epi = 256 * 128 * 2 / (c.l2_Bps / c.cus)
+        assert tile_epilogue_s(hw, 256, 128, 2) == pytest.approx(epi)
+        assert tile_epilogue_s(over, 256, 128, 2) == 0.0
+        assert a.t_tile == pytest.approx(b.t_tile + epi, rel=1e-12)
+        rounds = sum(math.ceil(w.n_tiles / w.cus_used) for w in a.waves)
+        assert a.compute_s == pytest.approx(b.compute_s + rounds * epi, rel=1e-9)
+    # the share the epilogue adds falls with K (the t3 measure rows: 4096x4096x256 at 46 % of 4096^3's rate)
+    share = [
+        plan_gemm(GemmShape(4096, 4096, k, "bf16"), hw).alone_s(hw)
+        / plan_gemm(GemmShape(4096, 4096, k, "bf16"), over).alone_s(over)
+        for k in (256, 1024, 8192)
+    ]
+    assert share[0] > share[1] > share[2] > 1.0
+
+
+def test_multicast_takes_the_larger_block_once_per_cluster():
+    hw = load_hardware("h100-8", {"compute.multicast": 2, "compute.gemm_efficiency": 1.0})
+    c = hw.compute
+    assert tile_l2_elems(hw, 256, 128) == 256 / 2 + 128
+    assert tile_l2_elems(hw, 64, 128) == 128 / 2 + 64
+    cap = c.l2_Bps / c.cus * 2 * 128 * 64 / ((128 / 2 + 64) * 2)
+    assert tile_flops_per_s(hw, 128, 64, "bf16") == pytest.approx(min(cap, tile_peak_flops_per_s(hw, "bf16")))
+    one = load_hardware("h100-8", {"compute.gemm_efficiency": 1.0})
+    assert tile_flops_per_s(hw, 128, 64, "bf16") > tile_flops_per_s(one, 128, 64, "bf16")
+
+
+def test_stream_k_spreads_the_partial_last_wave_over_every_cu():
+    """Closed form of the hybrid data-parallel + stream-K plan: whole waves as before, the last partial
+    wave's ``n`` tiles cost ``n t_main / cus + t_epilogue + fixup`` on all CUs; chosen only where faster,
+    never for a GEMM of one partial wave nor for T3's chunked plans."""
+    hw = load_hardware("h100-8", {"compute.stream_k": True})
+    dp = load_hardware("h100-8")
+    c = hw.compute
+    shape = GemmShape(1024, 9216, 14336, "fp8")  # 4 x 72 = 288 tiles of 256x128: 2 waves + 24 tiles
+    p = plan_gemm(shape, hw, tile=(256, 128))
+    q = plan_gemm(shape, dp, tile=(256, 128))
+    assert p.stream_k and not q.stream_k
+    t_main = 2 * 256 * 128 * shape.k / tile_flops_per_s(hw, 256, 128, "fp8")
+    last = p.waves[-1]
+    assert last.n_tiles == 288 - 2 * c.cus and last.cus_used == c.cus
+    expect = last.n_tiles * t_main / c.cus + tile_epilogue_s(hw, 256, 128, 1) + stream_k_fixup_s(hw, 256, 128)
+    assert last.compute_s == pytest.approx(expect, rel=1e-12)
+    assert p.waves[0].compute_s == q.waves[0].compute_s
+    assert p.alone_s(hw) < q.alone_s(dp)
+    # one partial wave (fewer tiles than CUs) and chunked plans keep whole tiles
+    assert not plan_gemm(GemmShape(512, 8192, 8192, "bf16"), hw).stream_k
+    assert not plan_gemm(shape, hw, chunks=8).stream_k
+    # the engine runs the plan's closed form
+    t, plan = _alone(shape, hw)
+    assert plan.stream_k and t == pytest.approx(plan.alone_s(hw), rel=1e-6)

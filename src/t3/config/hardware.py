@@ -67,6 +67,23 @@ class Compute(_Strict):
     k_stages: int = Field(
         default=2, gt=0, description="GEMM pipeline stages loaded ahead (the prologue; bytes in flight)"
     )
+    multicast: int = Field(
+        default=1,
+        gt=0,
+        description="CTAs of a GEMM cluster that receive one operand block from the L2 in one load (TMA"
+        " multicast): a tile's larger operand block is read from the L2 once per cluster (1 = no multicast)",
+    )
+    epilogue: Literal["overlapped", "exposed"] = Field(
+        default="overlapped",
+        description="how the GEMM library's kernels store a tile's output: 'exposed' after its K loop with"
+        " the matrix units idle (cooperative and non-warp-specialised kernels), at the CU's share of the L2"
+        " bandwidth; 'overlapped' behind another tile's K loop (ping-pong kernels)",
+    )
+    stream_k: bool = Field(
+        default=False,
+        description="the GEMM library runs a plain GEMM's partial last wave stream-K (its tiles' K loops"
+        " spread over every CU, with an FP32 fixup per split tile) where that is faster than whole tiles",
+    )
     raster: Literal["row", "column"] = Field(
         default="row", description="order of a GEMM's tiles inside a chunk: row-major or column-major"
     )
@@ -371,6 +388,7 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "compute.l2_Bps": (1e6, _FREE, _BPS),
     "compute.k_step": (1, 65536, "GEMM K stages are 16-128 elements, a CPU runtime's 2048"),
     "compute.k_stages": (1, 64, "GEMM mainloops keep 2-8 stages in flight"),
+    "compute.multicast": (1, 16, "Hopper clusters hold at most 16 CTAs (8 portable)"),
     "compute.cu_copy_Bps": (1e3, _FREE, _BPS),
     "compute.kernel_launch_s": (0, 1, _S),
     "compute.stream_wait_s": (0, 1, _S),

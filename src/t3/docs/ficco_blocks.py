@@ -23,7 +23,8 @@ SUBSET_WORDS = {
     "fresh2": "second fresh blind set (blind for an earlier pipeline selector; looked at since)",
     "fresh3": "third fresh blind set (blind for the selector's previous factors; looked at since)",
     "fresh4": "fourth fresh blind set (blind for the selector's previous factors; looked at since)",
-    "fresh5": "fifth fresh blind set (never run before the shipped selector's factors were frozen)",
+    "fresh5": "fifth fresh blind set (blind for the selector's previous factors; looked at since)",
+    "fresh6": "sixth fresh blind set (never run before the shipped selector's factors were frozen)",
     "all": "all scenario cases",
 }
 

@@ -178,3 +178,17 @@ def _fresh5() -> tuple[FiccoOperator, ...]:
 
 
 FRESH5_OPERATORS: tuple[FiccoOperator, ...] = _fresh5()
+
+
+def _fresh6() -> tuple[FiccoOperator, ...]:
+    """Sixth fresh blind set (committed before any of its results existed, together with the pipeline
+    selector's contention factors refitted on the current engine, whose GEMM tiles now pay their
+    exposed epilogue and whose H100 / H200 GEMM rates were recalibrated on measured rows): every
+    (model, sublayer) pair of the eight zoo models at **3840 tokens** (TP 8 + SP; a token count no other
+    set uses, and not a multiple of 512 as every training token count is), Mixtral-8x7B-style experts
+    at 2304 tokens per GPU and DeepSeek-V3-style at 640 (uniform), minus any operator of the training
+    set."""
+    return _zoo_set(3840, 2304, 640)
+
+
+FRESH6_OPERATORS: tuple[FiccoOperator, ...] = _fresh6()

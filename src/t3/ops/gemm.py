@@ -9,7 +9,17 @@ time (:meth:`GemmPlan.alone_s`). A tile's inner loop runs at ``gemm_efficiency``
 peak at the sustained GEMM clock (``compute.gemm_clock_hz``), unless feeding it from the L2 is slower:
 per K step a ``tm x tn`` tile reads ``(tm + tn) k_step`` elements for ``2 tm tn k_step`` FLOPs, and a
 CU's share of the L2 bandwidth (``compute.l2_Bps / cus``) caps its rate at that intensity. Small tiles
-are therefore slower per FLOP by a mechanism, not by a table.
+are therefore slower per FLOP by a mechanism, not by a table. Where the library runs tiles in clusters
+whose CTAs receive the larger operand block in one multicast load (``compute.multicast`` CTAs, Hopper's
+TMA multicast), each CTA takes only its share of that block from the L2 (:func:`tile_l2_elems`).
+Where the library's kernels store a tile after its K loop with the matrix units idle (cooperative
+kernels: ``compute.epilogue = "exposed"``), each tile also costs its output bytes at the CU's share of
+the L2 bandwidth (:func:`tile_epilogue_s`): the fixed per-tile cost that makes short-K GEMMs slow.
+
+**Decomposition.** Data-parallel: every tile runs its whole K loop. Where the library has stream-K
+(``compute.stream_k``), a plain GEMM of more than one wave whose last wave is partial may instead
+spread that wave's K loops over every CU, each split tile paying an FP32 fixup
+(:func:`stream_k_fixup_s`); the plan takes whichever is faster (:attr:`GemmPlan.stream_k`).
 
 **Waves.** The output (M x N) is cut into ``chunks`` equal row blocks (the stages of a staggered
 GEMM; 1 for a plain GEMM), each tiled into macro-tiles (partial tiles at the edges cost a full
@@ -83,6 +93,7 @@ class GemmPlan:
     waves: tuple[Wave, ...]
     raster: str = "row"
     bypass: frozenset[int] = frozenset()  # chunk positions whose stores bypass the L2
+    stream_k: bool = False  # the last, partial wave's K loops are spread over every CU (stream-K)
 
     @property
     def tiles(self) -> int:
@@ -147,9 +158,10 @@ class GemmPlan:
 
     def breakdown(self, hw: Hardware) -> dict:
         """The contention-free time's parts (:meth:`alone_s`): the kernel (tile, tiles, waves of
-        ``wave_size``, no K split: every tile runs its whole K loop), the tile's rate and what bounds it
+        ``wave_size``; data-parallel, or stream-K in the last wave), the tile's rate and what bounds it
         (``matrix``: the peak at the GEMM clock x ``gemm_efficiency``; ``l2``: the CU's share of the L2
-        bandwidth at the tile's intensity), and the seconds of launch, exposed prologues and bodies (the
+        bandwidth at the tile's intensity), each tile's exposed epilogue (0 if overlapped), and the
+        seconds of launch, exposed prologues and bodies (the
         CU time alone is ``compute_s``; a body longer than it waits on memory)."""
         c = hw.compute
         rate = tile_flops_per_s(hw, self.tile_m, self.tile_n, self.shape.dtype)
@@ -158,7 +170,8 @@ class GemmPlan:
         parts = [self.wave_alone_s(w, hw) for w in self.waves]
         return {
             "tile": self.kernel, "tiles": self.tiles, "waves": len(self.waves), "wave_size": self.wave_size,
-            "split_k": 1, "clock_hz": clock, "tile_flops_per_s": rate,
+            "split_k": 1, "stream_k": self.stream_k, "clock_hz": clock, "tile_flops_per_s": rate,
+            "epilogue_s": tile_epilogue_s(hw, self.tile_m, self.tile_n, self.shape.elem_bytes),
             "tile_bound": "matrix" if rate >= peak else "l2", "launch_s": c.kernel_launch_s,
             "prologue_s": sum(p for p, _ in parts), "body_s": sum(b for _, b in parts),
             "compute_s": self.compute_s,
@@ -230,8 +243,28 @@ def tile_flops_per_s(hw: Hardware, tm: int, tn: int, dtype: str) -> float:
     peak = tile_peak_flops_per_s(hw, dtype)
     if c.l2_Bps is None:
         return peak
-    intensity = 2.0 * tm * tn / ((tm + tn) * DTYPE_BYTES[dtype])  # FLOP per byte read from the L2
+    intensity = 2.0 * tm * tn / (tile_l2_elems(hw, tm, tn) * DTYPE_BYTES[dtype])  # FLOP per L2 byte
     return min(peak, c.l2_Bps / c.cus * intensity)
+
+
+def tile_l2_elems(hw: Hardware, tm: int, tn: int) -> float:
+    """Operand elements a ``tm x tn`` tile's CTA takes from the L2 per element of K: ``tm + tn``, the
+    larger block's share ``1 / compute.multicast`` when a cluster's CTAs receive it in one multicast load
+    (a cluster spans the smaller dimension, so its CTAs share the larger block: cuBLAS's sm90 kernels
+    run 256x128 and 128x64 tiles in 1x2 clusters)."""
+    big, small = max(tm, tn), min(tm, tn)
+    return big / hw.compute.multicast + small
+
+
+def tile_epilogue_s(hw: Hardware, tm: int, tn: int, elem_bytes: int) -> float:
+    """Seconds a CU spends storing one ``tm x tn`` output tile after its K loop when the library's
+    kernels expose that epilogue (``compute.epilogue = "exposed"``: the matrix units idle while the
+    tile leaves the CU at its share of the L2 bandwidth, ``l2_Bps / cus``); 0 when a ping-pong kernel
+    hides it behind another tile's K loop (``"overlapped"``) or no L2 rate is given."""
+    c = hw.compute
+    if c.epilogue != "exposed" or c.l2_Bps is None:
+        return 0.0
+    return tm * tn * elem_bytes / (c.l2_Bps / c.cus)
 
 
 def tile_peak_flops_per_s(hw: Hardware, dtype: str) -> float:
@@ -260,7 +293,7 @@ def _fields(hw: Hardware) -> tuple:
         c.cus, c.clock_hz, tuple(sorted((c.gemm_clock_hz or {}).items())),
         tuple(sorted(c.matrix_flops_per_clk_per_cu.items())),
         c.gemm_efficiency, c.wg_per_cu, c.tile_m, c.tile_n, c.l2_bytes, c.l2_usable_fraction, c.l2_ways,
-        c.l2_line_bytes, c.l2_Bps, c.k_step, c.k_stages, c.raster, c.kernel_launch_s, h.bandwidth_Bps,
+        c.l2_line_bytes, c.l2_Bps, c.k_step, c.k_stages, c.multicast, c.epilogue, c.stream_k, c.raster, c.kernel_launch_s, h.bandwidth_Bps,
         h.efficiency, h.turnaround, h.latency_s, h.service_s,
     )  # fmt: skip
 
@@ -302,23 +335,43 @@ def plan_gemm(
     hit = _PLANS.get(key)
     if hit is not None:
         return hit
-    if tile is not None:
-        plan = _plan(shape, hw, cus, chunks, order, bypass, tile)
-    else:
-        best = None
-        for t in tile_menu(hw):
-            p = _plan(shape, hw, cus, chunks, order, bypass, t)
+    best = None
+    for t in tile_menu(hw) if tile is None else [tile]:
+        for sk in _decompositions(shape, hw, cus, chunks, bypass, t):
+            p = _plan(shape, hw, cus, chunks, order, bypass, t, sk)
             est = p.alone_s(hw)
             if best is None or est < best[0] * (1 - 1e-12):
                 best = (est, p)
-        plan = best[1]
+    plan = best[1]
     if len(_PLANS) > 50_000:
         _PLANS.clear()
     _PLANS[key] = plan
     return plan
 
 
-def _plan(shape, hw, cus, chunks, order, bypass, tile) -> GemmPlan:
+def _decompositions(shape, hw, cus, chunks, bypass, tile) -> tuple[bool, ...]:
+    """Whether the plan may run stream-K (True) beside data-parallel (False): where the preset's
+    library has it (``compute.stream_k``), on a plain GEMM (one chunk, stores allocating: a T3 or
+    fused schedule's staggered chunks keep whole tiles) of more tiles than one wave whose last wave is
+    partial (the hybrid of CUTLASS's stream-K scheduler: whole waves data-parallel, the remainder
+    stream-K; a GEMM of fewer tiles than CUs runs one CTA per tile, as cuBLAS's grids show in
+    ``measurements/*/kernel-facts.json``)."""
+    bm, bn = tile
+    tiles = math.ceil(shape.m / bm) * math.ceil(shape.n / bn)
+    wave = cus * hw.compute.wg_per_cu
+    ok = hw.compute.stream_k and chunks == 1 and not bypass and tiles > wave and tiles % wave != 0
+    return (False, True) if ok else (False,)
+
+
+def stream_k_fixup_s(hw: Hardware, tm: int, tn: int) -> float:
+    """CU seconds of a stream-K tile split's fixup: the CTA that does not finish the tile stores its
+    FP32 partial accumulators and the finishing CTA loads them, each at the CU's share of the L2
+    bandwidth (Osama et al., "Stream-K", PPoPP 2023; CUTLASS's sm90 stream-K tile scheduler)."""
+    c = hw.compute
+    return 2.0 * tm * tn * 4 / (c.l2_Bps / c.cus) if c.l2_Bps else 0.0
+
+
+def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -> GemmPlan:
     c = hw.compute
     bm, bn = tile
     rows = shape.m // chunks
@@ -326,7 +379,9 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile) -> GemmPlan:
     tn = math.ceil(shape.n / bn)
     tiles_c = tm * tn
     wave_size = cus * c.wg_per_cu
-    t_tile = 2.0 * bm * bn * shape.k / tile_flops_per_s(hw, bm, bn, shape.dtype)
+    t_main = 2.0 * bm * bn * shape.k / tile_flops_per_s(hw, bm, bn, shape.dtype)
+    t_epi = tile_epilogue_s(hw, bm, bn, shape.elem_bytes)
+    t_tile = t_main + t_epi
     eb = shape.elem_bytes
     a_block = bm * shape.k * eb
     b_block = bn * shape.k * eb
@@ -394,11 +449,17 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile) -> GemmPlan:
             reads += nbytes * miss if miss > 1e-12 else 0.0
         per_cu = math.ceil(n / cus)
         used = min(n, cus)
+        compute_s = per_cu * t_tile
+        if stream_k and w == nwaves - 1:
+            # the partial last wave's n tiles of K loops spread evenly over every CU: each CU runs n / cus
+            # of a tile's K loop, at most one tile's epilogue, and the fixup of the tile it splits
+            used = cus
+            compute_s = n * t_main / cus + t_epi + stream_k_fixup_s(hw, bm, bn)
         l2_reads = n * (a_block + b_block)
         window = used * c.wg_per_cu * slice_bytes * (reads / l2_reads) if l2_reads > 0 else 0.0
-        waves.append(Wave(w, n, tuple(segs), reads, writes, per_cu * t_tile, used, reads * kfrac, window))
+        waves.append(Wave(w, n, tuple(segs), reads, writes, compute_s, used, reads * kfrac, window))
     return GemmPlan(
-        shape, chunks, order, bm, bn, tm, tn, wave_size, cus, t_tile, tuple(waves), c.raster, bypass
+        shape, chunks, order, bm, bn, tm, tn, wave_size, cus, t_tile, tuple(waves), c.raster, bypass, stream_k
     )
 
 
@@ -414,16 +475,16 @@ def _wrapped(a: int, b: int, width: int) -> range | list[int]:
 
 def l2_body_bytes(plan: GemmPlan, w: Wave, hw: Hardware) -> float:
     """Operand bytes a wave's tiles load from the L2 after the prologue (hits and misses alike): per
-    tile ``(tile_m + tile_n) x K`` elements, less the prologue's first ``k_stages x k_step`` of K."""
+    tile :func:`tile_l2_elems` ``x K`` elements, less the prologue's first ``k_stages x k_step`` of K."""
     s = plan.shape
     kfrac = min(1.0, hw.compute.k_stages * hw.compute.k_step / s.k)
-    return w.n_tiles * (plan.tile_m + plan.tile_n) * s.k * s.elem_bytes * (1.0 - kfrac)
+    return w.n_tiles * tile_l2_elems(hw, plan.tile_m, plan.tile_n) * s.k * s.elem_bytes * (1.0 - kfrac)
 
 
 def gemm_tail(plan: GemmPlan, w: Wave) -> tuple[float, float] | tuple[()]:
     """:attr:`t3.sim.schedule.Op.rounds` of a wave: (the GEMM's tiles, its wave width) for the last
     wave, whose tail ends in whole rounds when CUs are held; () for the others (fluid)."""
-    if w.index != len(plan.waves) - 1:
+    if w.index != len(plan.waves) - 1 or plan.stream_k:  # stream-K's last wave has no whole rounds
         return ()
     return (float(plan.tiles), float(plan.wave_size))
 

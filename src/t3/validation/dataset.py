@@ -89,6 +89,9 @@ WORKLOADS: dict[str, dict[str, Field]] = {
         "n": Field(int, minimum=1),
         "k": Field(int, minimum=1),
         "dtype": Field(str, "bf16"),
+        # what the time measures: "host" (CUDA events around the call: the launch included) or "device"
+        # (the kernel's own span from a profiler or CUPTI: no launch)
+        "timing": Field(str, "host", choices=("host", "device")),
     },
     "overlap_speedup": {**_OVERLAP, "baseline": Field(str, "bulk-g1-M-cu")},
     "overlap_time": dict(_OVERLAP),

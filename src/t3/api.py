@@ -232,7 +232,7 @@ def collective_algos(
 
 def collective(
     op: str, nbytes: int, gpus: int = 8, hardware: str | Path | Hardware = "h100-8", algo: str = "auto",
-    force: bool = False,
+    force: bool = False, gpus_per_thread: int = 1,
 ) -> dict[str, Any]:  # fmt: skip
     """One collective alone on ``gpus`` GPUs, sized as nccl-tests sizes it.
 
@@ -244,7 +244,10 @@ def collective(
     collective library's own least-time choice, e.g. ``ring/ll128`` or ``nvls/simple``), and
     ``terms``: the closed form's parts on an idle node (``launch_s``, ``base_latency_s``, ``hops`` and
     ``hop_latency_s``, ``transfer_s``, ``resources_s``: each resource's seconds summed over the steps,
-    ``total_s``; :func:`t3.ops.collectives.idle_time`). A buffer
+    ``total_s``; :func:`t3.ops.collectives.idle_time`). ``gpus_per_thread``: the GPUs one host thread
+    drives (nccl-tests ``-g N``): its calls are issued one after another, so back-to-back calls take at
+    least ``gpus_per_thread x collective.host_call_s`` each (``terms["host_s"]``; ``time_s`` is the larger
+    of that and the call's launch + device time). A buffer
     larger than one GPU's memory is refused (:class:`t3.errors.TooLargeError`) unless ``force``
     (:func:`t3.size.check_collective_bytes`)."""
     from t3.errors import ConfigError
@@ -254,6 +257,11 @@ def collective(
     hw = _hardware(hardware)
     n = _check_gpus(gpus, hw)
     _check_force(force)
+    per_thread = _check_int("gpus_per_thread", gpus_per_thread, 1)
+    if per_thread > n:
+        raise ConfigError(
+            f"gpus_per_thread: {per_thread} GPUs per host thread, but the collective runs on {n}"
+        )
     size.check_collective_bytes(op, nbytes, hw, force=force)
     valid = collective_algos(op, hw, n)
     if not valid:
@@ -262,12 +270,13 @@ def collective(
         algo = _protocol_choice(op, algo, nbytes, n, hw, valid)
     _check_choice("algo", algo, valid)
     r = _collective(op, nbytes, n, hw, algo)
-    t = r["time_s"]
+    host = per_thread * hw.collective.host_call_s
+    t = max(r["time_s"], host)
     algbw = nbytes / t
     return {
         "op": op, "nbytes": nbytes, "gpus": n, "hardware": hw.name, "algo": r["algo"], "time_s": t,
         "device_s": r["device_s"], "algbw_Bps": algbw, "busbw_Bps": algbw * _BUSBW_FACTOR[op](n),
-        "terms": r["terms"],
+        "terms": {**r["terms"], "host_s": host},
     }  # fmt: skip
 
 

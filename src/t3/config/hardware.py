@@ -315,6 +315,13 @@ class Collective(_Strict):
         ge=0,
         description="CUs a direct (one-shot, all-pairs) collective kernel runs on (0 = as channels)",
     )
+    host_call_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="host seconds the library spends per GPU on one call (enqueue and kernel launch): a thread"
+        " that drives several GPUs (nccl-tests -g N) issues their calls one after another, so its back-to-back"
+        " calls take at least N x this each (0 = not modelled)",
+    )
     direct_max_bytes: float = Field(
         default=0.0,
         ge=0,
@@ -420,6 +427,7 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "collective.direct_channels": (0, 1e4, "channels are CUs (at most ~300 per GPU)"),
     "collective.nvls_channels": (0, 1e4, "channels are CUs (at most ~300 per GPU)"),
     "collective.direct_max_bytes": (0, 1e15, "more than any GPU's memory"),
+    "collective.host_call_s": (0, 1, _S),
     "collective.nvls_reduce_Bps": (0, _FREE, _BPS),
     "collective.nvls_latency_s": (0, 1, _S),
     "collective.simple.base_latency_s": (0, 1, _S),

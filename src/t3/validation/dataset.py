@@ -83,6 +83,8 @@ WORKLOADS: dict[str, dict[str, Field]] = {
         # what the time measures: "host" (nccl-tests: CPU-timed, the kernel launch included) or
         # "device" (the kernel's own span in a profile: no launch)
         "timing": Field(str, "host", choices=("host", "device")),
+        # GPUs one host thread drives (nccl-tests -g N: one process, N GPUs); 1: a process per GPU
+        "gpus_per_thread": Field(int, 1, minimum=1),
     },
     "gemm_tflops": {
         "m": Field(int, minimum=1),

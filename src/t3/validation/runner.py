@@ -81,7 +81,7 @@ class Predictor:
         w, hw = row.workload, row.hardware
         if row.category == "collective_busbw":
             r = self._call(api.collective, op=w["op"], nbytes=w["nbytes"], gpus=w["gpus"], hardware=hw,
-                           algo=w["algo"])  # fmt: skip
+                           algo=w["algo"], gpus_per_thread=w["gpus_per_thread"])  # fmt: skip
             # a kernel's device time has no launch in it: compare like with like
             t = r["device_s"] if w["timing"] == "device" else r["time_s"]
             return Outcome(row, measured_compared(row), r["busbw_Bps"] * r["time_s"] / t / 1e9,

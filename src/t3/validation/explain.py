@@ -70,7 +70,11 @@ def _collective(d: dict[str, Any], w: dict[str, Any]) -> list[tuple[str, str]]:
         ("  transfer", f"{_us(t['transfer_s'])} (each step takes its slowest resource)"),
         ("  resources over the steps", res),
     ]
-    gap = d["call_s"] - t["total_s"]
+    host = t.get("host_s", 0.0)
+    if host > 0 and w["timing"] == "host":
+        lines.append(("host's calls", f"{_us(host)} ({w['gpus_per_thread']} GPU(s) per thread x "
+                      "collective.host_call_s): a back-to-back call takes at least this"))  # fmt: skip
+    gap = d["call_s"] - max(t["total_s"], host)
     if abs(gap) > 1e-9 * d["call_s"]:
         lines.append(
             ("simulated - closed form", f"{_us(gap)} (bytes in flight limited by the memory's latency)")

@@ -11,7 +11,8 @@ MiB, GiB = 1 << 20, 1 << 30
 
 # The calibration list, written out independently of the data files (the project's calibration
 # targets: NVIDIA/Megatron-LM PR #5596, the ROCm blog on RCCL/xGMI, pranjalssh/fast.cu, the ROCm blog
-# "Measuring Max-Achievable FLOPs - Part 2", bytedance/flux issue #90).
+# "Measuring Max-Achievable FLOPs - Part 2", bytedance/flux issue #90; and the host-bound sizes of a
+# 4 x H100 nccl-tests -g 4 run, the calibration rows of collective.host_call_s).
 EXPECTED_CALIBRATION = {
     # (hardware, category, key, measured value in its published unit)
     *{("h100-8", "collective_busbw", ("all_gather", s * MiB), t)
@@ -20,6 +21,8 @@ EXPECTED_CALIBRATION = {
     *{("mi300x-8", "collective_busbw", ("all_reduce", b), bw)
       for b, bw in ((1 * MiB, 66.9), (4 * MiB, 141.9), (16 * MiB, 197.3), (128 * MiB, 294.6), (1 * GiB, 314.7),
                     (16 * GiB, 319.0))},
+    *{("h100-8", "collective_busbw", ("all_reduce", k * 1024), t)
+      for k, t in ((8, 25.22), (16, 23.78), (32, 24.40), (64, 24.56), (128, 24.62))},
     ("h100-8", "gemm_tflops", (6144, 6144, 6144, "bf16"), 741.1),
     ("h100-8", "gemm_tflops", (8192, 8192, 8192, "bf16"), 797.8),
     ("h100-8", "gemm_tflops", (12288, 12288, 12288, "bf16"), 822.8),
@@ -64,6 +67,7 @@ def test_calibration_sources_are_the_original_publications(rows):
         "https://github.com/pranjalssh/fast.cu",
         "https://rocm.blogs.amd.com/software-tools-optimization/measuring-max-achievable-flops-part2/README.html",
         "https://github.com/bytedance/flux/issues/90",
+        "https://github.com/dudeperf3ct/dudeperf3ct.github.io",
     }
 
 
@@ -98,7 +102,9 @@ time_us = 27.42
 
 def test_a_good_row_loads_with_defaults():
     (r,) = parse_rows(GOOD, "t.toml")
-    assert r.workload == {"op": "all_reduce", "nbytes": 1048576, "gpus": 8, "algo": "auto", "timing": "host"}
+    assert r.workload == {
+        "op": "all_reduce", "nbytes": 1048576, "gpus": 8, "algo": "auto", "timing": "host", "gpus_per_thread": 1
+    }  # fmt: skip
     assert r.measured == 27.42 and r.unit == "us" and r.origin == "t.toml"
 
 

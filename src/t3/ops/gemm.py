@@ -402,10 +402,10 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
         segs = []
         writes: dict[int, float] = {}
         alloc = 0.0
-        for pos, ch in enumerate(order):
+        # only the chunks this wave's tiles fall in (a wave spans a few of thousands of T3 chunks)
+        for pos in range(lo // tiles_c, min(chunks, (hi - 1) // tiles_c + 1)):
+            ch = order[pos]
             a, b = max(lo, pos * tiles_c) - pos * tiles_c, min(hi, (pos + 1) * tiles_c) - pos * tiles_c
-            if a >= b:
-                continue
             segs.append((ch, a, b))
             nb = out_tile * (b - a)
             writes[ch] = writes.get(ch, 0.0) + nb

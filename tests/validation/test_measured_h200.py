@@ -19,7 +19,7 @@ ROWS = load_dataset(RUNS)
 
 
 def test_the_measured_rows_are_the_h200s_calibration_rows():
-    assert len(RUNS) == 3 and len(ROWS) > 1000
+    assert len(RUNS) == 4 and len(ROWS) > 1500
     assert {r.hardware for r in ROWS} == {"h200-8"}
     assert {r.role for r in ROWS} == {"calibration"}
     assert all(r.source == "measured by `t3 measure`, NVIDIA H200" for r in ROWS)

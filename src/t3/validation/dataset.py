@@ -94,6 +94,11 @@ WORKLOADS: dict[str, dict[str, Field]] = {
         # what the time measures: "host" (CUDA events around the call: the launch included) or "device"
         # (the kernel's own span from a profiler or CUPTI: no launch)
         "timing": Field(str, "host", choices=("host", "device")),
+        # how long the source ran the GEMM back to back: "sustained" where its procedure (warm-up and
+        # timed calls, or its time budget) keeps the GPU on it for at least 0.2 s before the timed calls
+        # end, so the clock is the one the power limit allows (benchmarks/device_clock.py: a GEMM's clock
+        # settles 0.10-0.15 s after it starts); "short" otherwise
+        "loop": Field(str, "short", choices=("short", "sustained")),
     },
     "overlap_speedup": {**_OVERLAP, "baseline": Field(str, "bulk-g1-M-cu")},
     "overlap_time": dict(_OVERLAP),

@@ -11,7 +11,8 @@ clock ratio of the two runs say how much of that slowdown the clock explains.
 Run on a GPU machine (PyTorch with CUDA; Triton for the copy kernel on k blocks; nvidia-ml-py or
 nvidia-smi for the samples):
 
-    python3 benchmarks/device_clock.py OUT.json
+    python3 benchmarks/device_clock.py OUT.json               # GEMMs, copies, and the two together
+    python3 benchmarks/device_clock.py OUT.json --plan data   # uniform operands, do_bench's zeroing
 
 Prints one line per workload (units in the header) and writes the samples' medians and spreads, every
 call's time and the environment to OUT.json. No t3 dependency beyond the kit's copy kernel
@@ -238,6 +239,28 @@ def main(path: str) -> None:
     )
     host = torch.empty(COPY_BYTES // 4, dtype=torch.float32, pin_memory=True)
     dst2 = torch.empty_like(src)
+    # the data and the pauses of published loops: uniform operands (Azure's superbench: curand uniform in
+    # [-1, 1]) and triton.testing.do_bench's 256 MB buffer zeroed before each call (the call's time then
+    # includes the zeroing; "zero-256MB" alone gives it)
+    au, bu = ((torch.rand(GEMM, GEMM, device=dev) * 2 - 1).to(bf) for _ in range(2))
+    works["gemm-bf16-uniform"] = Work(
+        "GEMM bf16 8192^3 (uniform)", lambda: torch.mm(au, bu.t(), out=c), flops=flops
+    )
+    flush = torch.empty(int(256e6 // 4), dtype=torch.int, device=dev)
+    works["zero-256MB"] = Work("zero a 256 MB buffer (do_bench's)", lambda: flush.zero_(), nbytes=256e6)
+    if fp8 is not None:
+        au8, bu8 = au.to(fp8), bu.to(fp8)
+        works["gemm-fp8-uniform"] = Work(
+            "GEMM fp8 8192^3 (uniform)",
+            lambda: torch._scaled_mm(au8, bu8.t(), scale_a=one, scale_b=one, out_dtype=bf),
+            flops=flops,
+        )
+
+        def flushed() -> None:
+            flush.zero_()
+            torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=bf)
+
+        works["gemm-fp8-flushed"] = Work("zero 256 MB, then GEMM fp8 8192^3 (randn)", flushed, flops=flops)
     works["h2d"] = Work(
         "h2d 256 MiB (copy engine)", lambda: dst2.copy_(host, non_blocking=True), nbytes=COPY_BYTES
     )
@@ -256,7 +279,12 @@ def main(path: str) -> None:
         print(f"the copy kernel on k blocks is skipped: {err}")
     for w in works.values():
         w.alone_s = probe(w.fn)
-    plan = [["gemm-bf16"], ["gemm-bf16-zeros"], ["gemm-fp16"], ["gemm-fp8"], [f"copy-{sms}"], ["copy-32"],
+    if PLAN == "data":  # the data and pauses of published loops, each beside its baseline in the same run
+        plan = [["gemm-fp8"], ["gemm-fp8-uniform"], ["zero-256MB"], ["gemm-fp8-flushed"], ["gemm-bf16"],
+                ["gemm-bf16-uniform"], [], ["gemm-fp8"]]  # fmt: skip
+    else:
+        plan = None
+    plan = plan or [["gemm-bf16"], ["gemm-bf16-zeros"], ["gemm-fp16"], ["gemm-fp8"], [f"copy-{sms}"], ["copy-32"],
             ["memcpy"], ["h2d"], ["gemm-bf16", f"copy-{sms}"], ["gemm-bf16", "copy-32"], ["gemm-bf16", "memcpy"],
             ["gemm-bf16", "h2d"], ["gemm-fp8", "copy-32"], ["gemm-fp8", f"copy-{sms}"], [], ["gemm-bf16"]]  # fmt: skip
     p = torch.cuda.get_device_properties(dev)
@@ -312,7 +340,12 @@ def main(path: str) -> None:
     print(f"wrote {path}")
 
 
+PLAN = "default"
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[2] == "--plan" and sys.argv[3] in ("default", "data"):
+        PLAN = sys.argv[3]
+        del sys.argv[2:]
     if len(sys.argv) != 2:
-        sys.exit("usage: python3 benchmarks/device_clock.py OUT.json")
+        sys.exit("usage: python3 benchmarks/device_clock.py OUT.json [--plan default|data]")
     main(sys.argv[1])

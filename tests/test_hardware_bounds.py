@@ -3,6 +3,7 @@ is refused when the hardware is loaded, with the field, the value, the bound and
 
 from __future__ import annotations
 
+import typing
 from importlib import resources
 
 import pytest
@@ -26,7 +27,13 @@ def _field(path: str):
     parts = path.removesuffix(".*").split(".")
     for p in parts[:-1]:
         model = model.model_fields[p].annotation
+        model = next((a for a in typing.get_args(model) if a is not type(None)), model)  # Power | None
     return model.model_fields[parts[-1]]
+
+
+def _preset(path: str) -> str:
+    """A preset that has the section ``path`` is in (power: only the measured GPUs have one)."""
+    return "h100-8" if path.startswith("power.") else "paper-80cu"
 
 
 def test_every_bound_names_a_numeric_field_and_says_why():
@@ -54,12 +61,17 @@ def test_above_the_bound_is_refused_and_the_bound_itself_is_accepted(path):
     lo, hi, why = BOUNDS[path]
     above = int(hi) + 1 if _is_int(path) else hi * 1.5
     with pytest.raises(ConfigError) as e:
-        load_hardware("paper-80cu", {path: above})
+        load_hardware(_preset(path), {path: above})
     msg = str(e.value)
-    assert msg.startswith(f"hardware 'paper-80cu': {path}: "), msg
+    assert msg.startswith(f"hardware '{_preset(path)}': {path}: "), msg
     assert "is outside what any GPU could be: must be in [" in msg and msg.endswith(f"({why})"), msg
     at = int(hi) if _is_int(path) else float(hi)
-    assert load_hardware("paper-80cu", {path: at}).model_dump()  # the bound itself is inside
+    if path == "power.idle_w":  # the bound itself, with a limit above it
+        assert load_hardware(
+            _preset(path), {path: at, "power.limit_w": BOUNDS["power.limit_w"][1]}
+        ).model_dump()
+        return
+    assert load_hardware(_preset(path), {path: at}).model_dump()  # the bound itself is inside
 
 
 # topology.gpus: its field's own "greater than 1" refuses 1 first
@@ -68,7 +80,7 @@ def test_below_the_lower_bound_is_refused(path):
     lo = BOUNDS[path][0]
     below = int(lo) - 1 if _is_int(path) else lo / 2
     with pytest.raises(ConfigError, match=f"{path}: .* is outside what any GPU could be"):
-        load_hardware("paper-80cu", {path: below})
+        load_hardware(_preset(path), {path: below})
 
 
 def test_table_entries_are_bounded_one_by_one():

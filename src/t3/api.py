@@ -177,9 +177,12 @@ def _check_gpus(gpus: Any, hw: Hardware) -> int:
     return n
 
 
+GEMM_LOOPS = ("short", "sustained")
+
+
 def gemm(
     m: int, n: int, k: int, dtype: str = "bf16", hardware: str | Path | Hardware = "h100-8",
-    force: bool = False,
+    force: bool = False, loop: str = "short",
 ) -> dict[str, Any]:  # fmt: skip
     """One GEMM ``(m x k) @ (k x n)`` alone on one GPU (all CUs, one kernel launch).
 
@@ -187,6 +190,11 @@ def gemm(
     the model chose with the time's parts (:meth:`t3.ops.gemm.GemmPlan.breakdown`): ``tile``,
     ``tiles``, ``waves`` of ``wave_size``, ``split_k`` (1: no K split), ``clock_hz``,
     ``tile_flops_per_s`` and ``tile_bound``, ``launch_s``, ``prologue_s``, ``body_s``, ``compute_s``.
+    ``loop``: ``short`` (the GEMM timed within its first 0.2 s of running: the preset's GEMM clock) or
+    ``sustained`` (run back to back for longer: at most the rate the board's power limit allows,
+    :func:`t3.ops.gemm.power_limited_s`, on presets with a ``power`` section; elsewhere the preset's GEMM
+    clock serves both). Also returned: ``loop``, ``short_s`` (the time at the GEMM clock), ``power_s``
+    (the power limit's bound; None where not modelled or short) and ``power_bound`` (it sets the time).
     Work above :data:`t3.size.LIMIT_OPS` is refused (:class:`t3.errors.TooLargeError`) unless
     ``force``."""
     for field, v in (("m", m), ("n", n), ("k", k)):
@@ -194,11 +202,26 @@ def gemm(
     hw = _hardware(hardware)
     _check_dtype(dtype, hw)
     _check_force(force)
+    _check_choice("loop", loop, GEMM_LOOPS)
+    if loop == "sustained" and hw.power is not None and dtype not in hw.power.flop_j:
+        from t3.errors import ConfigError
+
+        raise ConfigError(
+            f"loop: 'sustained' needs power.flop_j for dtype '{dtype}' on hardware '{hw.name}' (have"
+            f" {sorted(hw.power.flop_j)}): its power-limited rate is not measured"
+        )
     size.check(size.gemm_work(m, n, k, dtype, hw), force=force, flag="force=True")
     t, plan = _gemm_time_s(GemmShape(m, n, k, dtype), hw)
+    power_s = None
+    if loop == "sustained" and hw.power is not None:
+        from t3.ops.gemm import power_limited_s
+
+        power_s = power_limited_s(hw, plan)
+    total = max(t, power_s or 0.0)
     return {
         "m": m, "n": n, "k": k, "dtype": dtype, "hardware": hw.name,
-        "time_s": t, "tflops": 2.0 * m * n * k / t / 1e12, **plan.breakdown(hw),
+        "time_s": total, "tflops": 2.0 * m * n * k / total / 1e12, **plan.breakdown(hw),
+        "loop": loop, "short_s": t, "power_s": power_s, "power_bound": power_s is not None and power_s > t,
     }  # fmt: skip
 
 

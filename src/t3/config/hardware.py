@@ -371,6 +371,20 @@ class Fused(_Strict):
     )
 
 
+class Power(_Strict):
+    """The board's power limit and the energy of a GEMM's work, for GEMMs run back to back long enough
+    that the clock is the one the limit allows (``t3.ops.gemm.power_limited_s``). Without this section a
+    preset's GEMM clock serves short and sustained runs alike."""
+
+    limit_w: float = Field(gt=0, description="board power limit (W; nvidia-smi power.limit)")
+    idle_w: float = Field(ge=0, description="power the GPU draws idle (W): what the work cannot use")
+    flop_j: dict[str, float] = Field(
+        description="energy of one matrix FLOP (J) per dtype, on random-normal operands (the data sets the"
+        " switching: zeros draw 40 % less); a dtype absent here has no sustained rate"
+    )
+    byte_j: float = Field(ge=0, description="energy of one byte read or written in device memory (J)")
+
+
 # Physical bounds: a value outside these is not any GPU's (nor any host's the tool models), so it is a
 # mistake (a unit slip, a missing exponent) and is refused with the field and the bound before any work;
 # generous on purpose, never tight. Path -> (lowest, highest, why). ``.*``: every entry of a table.
@@ -440,6 +454,10 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "collective.ll.step_latency_s": (0, 1, _S),
     "collective.ll.max_busbw_Bps": (0, _FREE, _BPS),
     "fused.store_Bps_per_cu": (1e3, _FREE, _BPS),
+    "power.limit_w": (1, 1e5, "GPU boards draw 75 W to a few kW"),
+    "power.idle_w": (0, 1e4, "GPU boards idle at tens to a few hundred W"),
+    "power.flop_j.*": (1e-16, 1e-9, "a matrix FLOP costs about 1e-12 J on today's GPUs"),
+    "power.byte_j": (0, 1e-6, "a byte of device memory costs about 1e-10 J"),
 }
 
 
@@ -449,13 +467,22 @@ def _bound_values(hw: BaseModel, path: str) -> list[tuple[str, Any]]:
     parts = path.split(".")
     for p in parts[:-1] if parts[-1] == "*" else parts:
         node = getattr(node, p)
+        if node is None:  # an optional section (power) the preset does not have
+            return []
     if parts[-1] == "*":
         return [(f"{path[:-2]}.{k}", v) for k, v in (node or {}).items()]
     return [(path, node)]
 
 
 def _unit(field: str) -> str:
-    for suffix, unit in (("_s", " s"), ("_Bps", " B/s"), ("_hz", " Hz"), ("_bytes", " B")):
+    for suffix, unit in (
+        ("_s", " s"),
+        ("_Bps", " B/s"),
+        ("_hz", " Hz"),
+        ("_bytes", " B"),
+        ("_w", " W"),
+        ("_j", " J"),
+    ):
         if field.removesuffix("." + field.split(".")[-1]).endswith(suffix) or field.endswith(suffix):
             return unit
     return ""
@@ -510,10 +537,17 @@ class Hardware(_Strict):
     mca: Mca = Mca()
     collective: Collective = Collective()
     fused: Fused = Fused()
+    power: Power | None = None
 
     @model_validator(mode="after")
     def _physical(self) -> Hardware:
         check_bounds(self)
+        p = self.power
+        if p is not None and p.idle_w >= p.limit_w:
+            raise ValueError(
+                f"power.idle_w: {p.idle_w:g} W is not below power.limit_w ({p.limit_w:g} W): no power is left"
+                " for work"
+            )
         return self
 
     def with_overrides(self, overrides: dict[str, Any]) -> Hardware:

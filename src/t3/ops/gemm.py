@@ -256,6 +256,44 @@ def tile_l2_elems(hw: Hardware, tm: int, tn: int) -> float:
     return big / hw.compute.multicast + small
 
 
+def gemm_energy_j(hw: Hardware, plan: GemmPlan) -> float:
+    """Joules one GEMM spends on its work (``hw.power``): its matrix FLOPs at ``power.flop_j[dtype]``
+    and its device-memory bytes at ``power.byte_j``: the operands read once and the output written once.
+    The library's rasterisation keeps the re-reads of an operand panel in the L2; the plan's own miss
+    count, whose row-by-row order has no such swizzle, would charge a 16384-cubed GEMM 21 times its
+    operands. The idle power is not in it."""
+    p, s = hw.power, plan.shape
+    if p is None:
+        raise ScheduleError(f"hardware '{hw.name}' has no power section: a GEMM's energy is not modelled")
+    if s.dtype not in p.flop_j:
+        raise ScheduleError(
+            f"power.flop_j: no entry for dtype '{s.dtype}' on hardware '{hw.name}' (have {sorted(p.flop_j)}):"
+            " its sustained (power-limited) rate is not measured"
+        )
+    return s.flops * p.flop_j[s.dtype] + gemm_compulsory_bytes(s) * p.byte_j
+
+
+def gemm_compulsory_bytes(s: GemmShape) -> float:
+    """Device-memory bytes of a GEMM that reads each operand once and writes its output once."""
+    return (s.m * s.k + s.k * s.n) * s.elem_bytes + s.out_bytes
+
+
+def power_limited_s(hw: Hardware, plan: GemmPlan) -> float:
+    """The shortest time (s) a GEMM takes run back to back at the board's power limit: its energy
+    (:func:`gemm_energy_j`) over the power the limit leaves above idle. Sustained, a GEMM takes the longer
+    of this and its time at the preset's GEMM clock: the power controller lowers the clock until the
+    board draws no more than its limit (``benchmarks/device_clock.py``: an 8192-cubed GEMM of random
+    data holds 1410-1500 MHz at 700 W on H100/H200, 8-16 % below its short-run rate). The energy per
+    FLOP is taken the same at every clock the limit sets: the measured runs of a GEMM beside copies (1.6-2.0
+    GHz) spread 0.5-0.9 W per TFLOP/s around the 0.81 of the GEMM alone at 1.4 GHz once the copies' share
+    (power.byte_j) is taken off, with no separable trend. So the bound is a rate cap, not a clock: small
+    GEMMs draw less than the limit and keep their short-run rate."""
+    p = hw.power
+    if p is None:
+        raise ScheduleError(f"hardware '{hw.name}' has no power section: its power limit is not modelled")
+    return gemm_energy_j(hw, plan) / (p.limit_w - p.idle_w)
+
+
 def tile_epilogue_s(hw: Hardware, tm: int, tn: int, elem_bytes: int) -> float:
     """Seconds a CU spends storing one ``tm x tn`` output tile after its K loop when the library's
     kernels expose that epilogue (``compute.epilogue = "exposed"``: the matrix units idle while the

@@ -92,9 +92,21 @@ def _gemm(d: dict[str, Any]) -> list[tuple[str, str]]:
         ("tile rate", f"{_tf(d['tile_flops_per_s'])} per CU, bound by {bound}"),
         ("epilogue", f"{_us(d['epilogue_s'])} per tile after its K loop" if d["epilogue_s"] else "overlapped"),
         ("clock", f"{d['clock_hz'] / 1e9:.4g} GHz"),
-        ("time", f"{_us(d['time_s'])} = the parts below"),
+        *_power(d),
+        ("time", f"{_us(d['time_s'])} = the power limit's bound (the parts below: {_us(d['short_s'])})"
+                 if d.get("power_bound") else f"{_us(d['time_s'])} = the parts below"),
         ("  launch", _us(d["launch_s"])),
         ("  prologues", f"{_us(d['prologue_s'])} (each wave's first K stages, exposed)"),
         ("  wave bodies", f"{_us(d['body_s'])} (CU time alone {_us(d['compute_s'])}; "
                           f"{d['memory_bound_waves']} of {d['waves']} waves wait on memory)"),
     ]  # fmt: skip
+
+
+def _power(d: dict[str, Any]) -> list[tuple[str, str]]:
+    if d.get("loop") != "sustained":
+        return [("loop", "short (timed within its first 0.2 s: the GEMM clock, no power limit)")]
+    if d.get("power_s") is None:
+        return [("loop", "sustained; this preset has no power section: its GEMM clock serves both")]
+    verdict = "sets the time" if d["power_bound"] else "under the time at the GEMM clock: not limiting"
+    return [("loop", "sustained (run back to back: the board's power limit applies)"),
+            ("power limit", f"energy / (limit - idle) = {_us(d['power_s'])}, {verdict}")]  # fmt: skip

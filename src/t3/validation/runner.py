@@ -88,7 +88,9 @@ class Predictor:
                            {"algo": r["algo"], "time_s": t, "call_s": r["time_s"], "device_s": r["device_s"],
                             "terms": r["terms"]})  # fmt: skip
         if row.category == "gemm_tflops":
-            r = self._call(api.gemm, m=w["m"], n=w["n"], k=w["k"], dtype=w["dtype"], hardware=hw)
+            r = self._call(
+                api.gemm, m=w["m"], n=w["n"], k=w["k"], dtype=w["dtype"], hardware=hw, loop=w["loop"]
+            )
             detail = {k: v for k, v in r.items() if k not in ("m", "n", "k", "dtype", "hardware", "tflops")}
             # a kernel's device time has no launch in it: compare like with like
             t = r["time_s"] - r["launch_s"] if w["timing"] == "device" else r["time_s"]

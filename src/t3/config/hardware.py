@@ -315,6 +315,20 @@ class Collective(_Strict):
         ge=0,
         description="CUs a direct (one-shot, all-pairs) collective kernel runs on (0 = as channels)",
     )
+    p2p_channels: int = Field(
+        default=0,
+        ge=0,
+        description="channels (CUs) of the library's send/recv kernel (all-to-all), each one connection to"
+        " one peer at a time; 0: the direct exchange has no per-connection limit",
+    )
+    p2p_chunk_bytes: float = Field(
+        default=524288.0, gt=0, description="bytes of one step of a send/recv connection (its chunk)"
+    )
+    p2p_connection_Bps: float = Field(
+        default=0.0,
+        ge=0,
+        description="bytes/s one send/recv connection (one channel to one peer) sustains; 0: no limit",
+    )
     host_call_s: float = Field(
         default=0.0,
         ge=0,
@@ -442,6 +456,9 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "collective.nvls_channels": (0, 1e4, "channels are CUs (at most ~300 per GPU)"),
     "collective.direct_max_bytes": (0, 1e15, "more than any GPU's memory"),
     "collective.host_call_s": (0, 1, _S),
+    "collective.p2p_channels": (0, 1e4, "channels are CUs (at most ~300 per GPU)"),
+    "collective.p2p_chunk_bytes": (1, 1e9, "a connection's step is KiB to MiB"),
+    "collective.p2p_connection_Bps": (0, _FREE, _BPS),
     "collective.nvls_reduce_Bps": (0, _FREE, _BPS),
     "collective.nvls_latency_s": (0, 1, _S),
     "collective.simple.base_latency_s": (0, 1, _S),

@@ -349,12 +349,15 @@ def send_to_peers(
     b: ScheduleBuilder, g: int, sizes: Callable[[int], float], *, start: StartFn, ex: Executor,
     prefix: str, cat: str, prio: int, delay: float, algo: Algo = Algo("direct"), recv_copy: bool = False,
     local: float = 0.0, owner_reduce: float = 0.0,
+    p2p: Callable[[float], tuple[float, float]] | None = None,
 ) -> None:  # fmt: skip
     """GPU g sends ``sizes(off)`` bytes to GPU g+off for every peer offset, all at once (direct paths).
     ``recv_copy``: the receiver copies the landed bytes out of its buffer (p2p send/recv), pipelined.
     ``local``: bytes g also copies into its own output, spread evenly over the sends (same kernel).
     ``owner_reduce``: the receiver reduces N blocks of ``owner_reduce / N`` bytes (N reads + 1 write),
-    its work spread evenly over the N-1 sends that land there (pipelined with the arrivals)."""
+    its work spread evenly over the N-1 sends that land there (pipelined with the arrivals).
+    ``p2p``: a send of ``nb`` bytes moves at most ``p2p(nb)[0]`` payload bytes/s (its connections' rate,
+    0: no limit) and ends ``p2p(nb)[1]`` s later (the receiver's copy of its last step)."""
     wire = _wire(b.hw, algo)
     n = b.n
     share = local / (n - 1)
@@ -372,8 +375,11 @@ def send_to_peers(
         if rr:
             work += [(b.hbm(g + off), rr), (b.hbm_w(g + off), rw)] + ex.reduce_work(b, g + off, rr + rw)
             rd, wr = rd + rr, wr + rw
+        conn, drain = p2p(nb) if p2p else (0.0, 0.0)
+        caps = [(r, conn * wire) for r in b.path(g, g + off)] if conn else []
         b.add(
-            g, f"{prefix}.send{off}", kind="send", cat=cat, work=work, delay_s=delay, deps=start(g),
+            g, f"{prefix}.send{off}", kind="send", cat=cat, work=work, caps=caps, delay_s=delay + drain,
+            deps=start(g),
             traffic={f"{cat}_read": rd, f"{cat}_write": wr, "link": nb}, prio=prio, window=ex.window(b.hw),
         )  # fmt: skip
 
@@ -644,6 +650,36 @@ def nvls_all_reduce(
     return {g: [(g, f"{prefix}.nvls")] for g in b.gpus}
 
 
+# NCCL's send/recv (src/enqueue.cc, scheduleP2pTasksToPlan, v2.18-2.27): a send is split over the
+# channels of its peer in slices of at least 64 KiB; the channels per peer (collective.p2p_channels / N)
+# double while a slice would exceed 16 MiB; within a channel, a step of collective.p2p_chunk_bytes is
+# posted to the receiver once it has fully landed, and the receiver's warps (9 of a block's 20:
+# src/device/sendrecv.h) copy it out, so the last step's copy follows the last arrival.
+P2P_MIN_SLICE = 64 << 10
+P2P_MAX_SLICE = 16 << 20
+P2P_RECV_SHARE = 9 / 20
+
+
+def p2p_connections(hw: Hardware, n: int, peer_bytes: float, ex: Executor) -> tuple[int, float, float]:
+    """A CU kernel's send/recv of ``peer_bytes`` to each of ``n - 1`` peers: (channels per peer, the
+    per-peer rate those connections sustain in B/s, the receiver's copy of its last step in s). (0, 0, 0)
+    where the preset gives no per-connection rate or the copy engines move the data."""
+    col = hw.collective
+    if ex.kind != "cu" or not col.p2p_channels or not col.p2p_connection_Bps or peer_bytes <= 0:
+        return 0, 0.0, 0.0
+    p = col.p2p_channels
+    cpp = max(1, p // n)
+    while peer_bytes / cpp > P2P_MAX_SLICE and cpp < p:
+        cpp *= 2
+    cpp = max(1, min(cpp, int(peer_bytes // P2P_MIN_SLICE)))
+    last = min(col.p2p_chunk_bytes, peer_bytes / cpp)
+    drain = last / (hw.compute.cu_copy_Bps / 2 * P2P_RECV_SHARE)
+    # every channel carries its rate of remote payload per connection it serves: the N - 1 peers share
+    # the P channels x (connections per channel); the 4- and 8-GPU H100 runs move the same bytes/s, so the
+    # channels of the local copy take nothing from the remote rate
+    return cpp, p * (cpp * n / p) * col.p2p_connection_Bps / (n - 1), drain
+
+
 def all_to_all(
     b: ScheduleBuilder, matrix: list[list[float]], *, start: StartFn = _no_deps, ex: Executor | None = None,
     prefix: str = "a2a", cat: str = "a2a", prio: int = 0, launch: bool = True, algo: str | Algo = "auto",
@@ -674,6 +710,7 @@ def all_to_all(
         send_to_peers(
             b, g, lambda off, row=row, g=g: row[(g + off) % n], start=start, ex=ex, prefix=prefix, cat=cat,
             prio=prio, delay=delay, algo=a, recv_copy=ex.kind == "cu", local=row[g % n],
+            p2p=lambda nb: p2p_connections(hw, n, nb, ex)[1:],
         )  # fmt: skip
     return {g: received_from_peers(b, g, prefix) + _own_sends(b, g, prefix) for g in b.gpus}
 
@@ -781,7 +818,11 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
             hops = 2
         elif op == "all_to_all":
             m = nbytes / (n - 1)
-            t = t0 + alpha + _direct_send_s(hw, n, m, algo, ex, recv_copy=ex.kind == "cu")
+            _, conn, drain = p2p_connections(hw, n, m, ex)
+            t = t0 + alpha + drain + max(_direct_send_s(hw, n, m, algo, ex, recv_copy=ex.kind == "cu"),
+                                         m / conn if conn else 0.0)  # fmt: skip
+            if terms is not None and conn:
+                _add_parts(res, connections=m / conn, drain=drain)
         else:
             raise ConfigError(f"algo: no closed form for '{algo}' ({op})")
     elif algo.name == "nvls":

@@ -10,8 +10,8 @@
   call, (limit - idle) x the measured time per call, less the call's device-memory bytes (operands
   read once, output written once: t3.ops.gemm.gemm_compulsory_bytes) x byte_j, per FLOP.
 
-Power readings are NVML's, a one-second average: where the run kept its samples, the plateau from 1.2 s
-on is used; the H200's first run kept the medians over 0.5-2.0 s only, used as they are.
+Power readings are NVML's, a one-second average: the plateau from 1.2 s on is used (a run that kept only
+the medians over 0.5-2.0 s, as the H200's first did, would give those; its second run is used here).
 
     PYTHONPATH=src python benchmarks/calibrate_power.py
 
@@ -29,7 +29,7 @@ from t3.ops.gemm import gemm_compulsory_bytes
 from t3.workload.sublayers import GemmShape
 
 ROOT = Path(__file__).resolve().parent.parent / "measurements"
-RUNS = {"h100-8": ROOT / "h100" / "clock-20261127.json", "h200-8": ROOT / "h200" / "clock-20261127.json"}
+RUNS = {"h100-8": ROOT / "h100" / "clock-20261127.json", "h200-8": ROOT / "h200" / "clock-20261127-2.json"}
 PLATEAU_S = 1.2  # NVML's power is a 1 s average: it has settled from here on (h100 run's samples)
 GEMM = 8192
 COPIES = ("copy-132", "copy-32", "memcpy")

@@ -17,6 +17,7 @@ from t3.ops.collectives import (
     busbw_factor,
     choose,
     idle_time,
+    nvls_extra_loops_s,
     reduce_scatter,
     simulate_collective,
     valid_algos,
@@ -273,13 +274,17 @@ def test_nvls_on_switch_all_reduce_above_its_threshold_never_on_mesh_or_ring():
     s, c = 2.0**28, 2.0**28 / 8
     col = h100.collective
     port = h100.link.bandwidth_Bps * col.link_efficiency * col.nvls_efficiency
-    expect = h100.compute.kernel_launch_s + col.nvls_latency_s + (s + c) / port
+    loops = nvls_extra_loops_s(h100, 8, s)  # the loops NCCL's 64 KiB chunk adds below 1 GiB
+    assert loops > 0
+    expect = h100.compute.kernel_launch_s + col.nvls_latency_s + loops + (s + c) / port
     assert 8 * s / col.nvls_reduce_Bps < (s + c) / port
     assert simulate_collective("all_reduce", s, 8, h100)["time_s"] == pytest.approx(expect, rel=1e-9)
     # a slow switch makes its reduction the limit: N S / nvls_reduce_Bps
     slow = load_hardware("h100-8", {"collective.nvls_reduce_Bps": 1e12})
     t = simulate_collective("all_reduce", s, 8, slow, "nvls/simple")["time_s"]
-    assert t == pytest.approx(h100.compute.kernel_launch_s + col.nvls_latency_s + 8 * s / 1e12, rel=1e-9)
+    assert t == pytest.approx(
+        h100.compute.kernel_launch_s + col.nvls_latency_s + loops + 8 * s / 1e12, rel=1e-9
+    )
     for name in ("mi300x-8", "paper-80cu"):
         hw = load_hardware(name, {"collective.nvls_reduce_Bps": 1e13})
         assert "nvls/simple" not in valid_algos("all_reduce", hw, 8)
@@ -302,7 +307,8 @@ def test_nvls_and_the_ring_share_one_link_model(eff):
     fixed = hw.compute.kernel_launch_s + col.nvls_latency_s
     for s in (2.0**26, 2.0**32):
         r = simulate_collective("all_reduce", s, n, hw, "nvls/simple")
-        assert r["time_s"] == pytest.approx(fixed + s * (n + 1) / n / rate, rel=1e-9)
+        loops = nvls_extra_loops_s(hw, n, s)  # 64 MiB: NCCL's 32 KiB chunks; 4 GiB: none added
+        assert r["time_s"] == pytest.approx(fixed + loops + s * (n + 1) / n / rate, rel=1e-9)
         ring = simulate_collective("all_reduce", s, n, hw, "ring/simple")
         # the ring's link-bound steps: 2(N-1) x (alpha + c / (link_efficiency x line rate))
         assert ring["time_s"] > 2 * (n - 1) * (s / n) / (hw.link.bandwidth_Bps * eff)

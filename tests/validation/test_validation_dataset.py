@@ -13,7 +13,8 @@ MiB, GiB = 1 << 20, 1 << 30
 # targets: NVIDIA/Megatron-LM PR #5596, the ROCm blog on RCCL/xGMI, pranjalssh/fast.cu, the ROCm blog
 # "Measuring Max-Achievable FLOPs - Part 2", bytedance/flux issue #90; and the host-bound sizes of a
 # 4 x H100 nccl-tests -g 4 run, the calibration rows of collective.host_call_s; the 8-GPU all-to-all
-# rows of 32-512 MiB of xxrjun/nccl-tests-cluster, those of collective.p2p_connection_Bps).
+# rows of 32-512 MiB of xxrjun/nccl-tests-cluster, those of collective.p2p_connection_Bps, and its 8-GPU
+# all-reduce rows of 32-512 MiB, those of collective.nvls_loop_s).
 EXPECTED_CALIBRATION = {
     # (hardware, category, key, measured value in its published unit)
     *{("h100-8", "collective_busbw", ("all_gather", s * MiB), t)
@@ -24,6 +25,8 @@ EXPECTED_CALIBRATION = {
                     (16 * GiB, 319.0))},
     *{("h100-8", "collective_busbw", ("all_reduce", k * 1024), t)
       for k, t in ((8, 25.22), (16, 23.78), (32, 24.40), (64, 24.56), (128, 24.62))},
+    *{("h100-8", "collective_busbw", ("all_reduce", s * MiB), t)
+      for s, t in ((32, 182.87), (64, 313.66), (128, 564.78), (256, 1081.14), (512, 2115.28))},
     *{("h100-8", "collective_busbw", ("all_to_all", s * MiB), t)
       for s, t in ((32, 124.79), (64, 215.51), (128, 393.32), (256, 777.88), (512, 1511.21))},
     ("h100-8", "gemm_tflops", (6144, 6144, 6144, "bf16"), 741.1),

@@ -358,6 +358,12 @@ class Collective(_Strict):
         " traffic reaches (NCCL nvlsEfficiency)",
     )
     nvls_channels: int = Field(default=0, ge=0, description="CUs an NVLS kernel runs on (0 = as channels)")
+    nvls_loop_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="fixed cost of one loop of the NVLS kernel (each warp group's flag wait through the switch,"
+        " barrier and system fence per chunk): paid for the loops NCCL's smaller chunks add below 1 GiB",
+    )
     exclusive_cus: bool = Field(
         default=True,
         description="a communication kernel's thread blocks (one per channel) occupy their CUs alone for the"
@@ -461,6 +467,7 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "collective.p2p_connection_Bps": (0, _FREE, _BPS),
     "collective.nvls_reduce_Bps": (0, _FREE, _BPS),
     "collective.nvls_latency_s": (0, 1, _S),
+    "collective.nvls_loop_s": (0, 1, _S),
     "collective.simple.base_latency_s": (0, 1, _S),
     "collective.simple.step_latency_s": (0, 1, _S),
     "collective.simple.max_busbw_Bps": (0, _FREE, _BPS),

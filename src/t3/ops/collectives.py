@@ -614,6 +614,34 @@ def direct_all_gather(
     return {g: received_from_peers(b, g, prefix) + _own_sends(b, g, prefix) for g in b.gpus}
 
 
+# NCCL's NVLS chunk (src/enqueue.cc, v2.19-2.29; NCCL_NVLS_CHUNKSIZE default 128 KiB): with ops = the NVLS
+# channels x the N heads (one per rank), the chunk halves to 64 KiB below 64 loops of ops x chunk, then to
+# 32 KiB below 8 loops, then to 16 KiB below 2 loops (on 8 H100s: 64 KiB below 1 GiB, 32 KiB below 64 MiB,
+# 16 KiB below 8 MiB). A loop moves ops x chunk bytes; each of its steps costs every warp group a flag wait
+# through the switch, a barrier and a system fence (src/device/all_reduce.h runNvls, prims_simple.h).
+NVLS_CHUNK = 128 << 10
+
+
+def nvls_chunk_bytes(hw: Hardware, n: int, nbytes: float) -> float:
+    """NCCL's NVLS chunk for an all-reduce of ``nbytes`` on ``n`` GPUs (the rule above)."""
+    ops = (hw.collective.nvls_channels or hw.collective.channels or hw.compute.cus) * n
+    chunk = float(NVLS_CHUNK)
+    for loops, smaller in ((64, 64 << 10), (8, 32 << 10), (2, 16 << 10)):
+        if nbytes < loops * ops * chunk:
+            chunk = float(smaller)
+    return chunk
+
+
+def nvls_extra_loops_s(hw: Hardware, n: int, nbytes: float) -> float:
+    """The fixed cost (``collective.nvls_loop_s`` each) of the loops NCCL's smaller NVLS chunks add over
+    the 128 KiB chunk, at whose size the port rate (``nvls_efficiency``) is calibrated."""
+    loop = hw.collective.nvls_loop_s
+    if not loop or nbytes <= 0:
+        return 0.0
+    ops = (hw.collective.nvls_channels or hw.collective.channels or hw.compute.cus) * n
+    return loop * (nbytes / (ops * nvls_chunk_bytes(hw, n, nbytes)) - nbytes / (ops * NVLS_CHUNK))
+
+
 def nvls_all_reduce(
     b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
     prefix: str = "ar", cats: tuple[str, str] = ("rs", "ag"), prio: int = 0, launch: bool = True,
@@ -643,7 +671,8 @@ def nvls_all_reduce(
         work += nv.cu_work(b, g, 2 * c)
         b.add(
             g, f"{prefix}.nvls", kind="nvls", cat=cats[0], work=work,
-            delay_s=base_latency(hw, Algo("nvls"), nv) + (hw.compute.kernel_launch_s if launch else 0.0),
+            delay_s=base_latency(hw, Algo("nvls"), nv) + (hw.compute.kernel_launch_s if launch else 0.0)
+            + nvls_extra_loops_s(hw, n, S),
             deps=list(start(g)), prio=prio, window=nv.window(hw),
             traffic={f"{cats[0]}_read": S, f"{cats[1]}_write": S, "link": S + c},
         )  # fmt: skip
@@ -832,10 +861,13 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
         port = (S + c) * _wire(hw, algo) / hw.link.bandwidth_Bps
         sw = n * S / col.nvls_reduce_Bps
         hb, cu = _hbm_s(hw, S, S), _cu_s(hw, nv, 2 * c)
-        t = hw.compute.kernel_launch_s * launch + col.nvls_latency_s + max(port, hb, sw, cu)
+        loops = nvls_extra_loops_s(hw, n, S)
+        t = hw.compute.kernel_launch_s * launch + col.nvls_latency_s + loops + max(port, hb, sw, cu)
         base, hops, alpha = col.nvls_latency_s, 0, 0.0  # (whatever the executor: the switch's latency)
         if terms is not None:
             _add_parts(res, link=port, hbm=hb, switch=sw, cu=cu)
+            if loops:
+                _add_parts(res, chunk_loops=loops)
     else:
         raise ConfigError(f"algo: no closed form for '{algo}' ({op})")
     if terms is not None:

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 
+from t3 import api
 from t3.config.hardware import load_hardware
 from t3.ops.gemm import (
     add_gemm,
@@ -207,7 +208,7 @@ def test_stream_k_spreads_the_partial_last_wave_over_every_cu():
     t_main = 2 * 256 * 128 * shape.k / tile_flops_per_s(hw, 256, 128, "fp8")
     last = p.waves[-1]
     assert last.n_tiles == 288 - 2 * c.cus and last.cus_used == c.cus
-    expect = last.n_tiles * t_main / c.cus + tile_epilogue_s(hw, 256, 128, 1) + stream_k_fixup_s(hw, 256, 128)
+    expect = last.n_tiles * t_main / c.cus + tile_epilogue_s(hw, 256, 128, 2) + stream_k_fixup_s(hw, 256, 128)
     assert last.compute_s == pytest.approx(expect, rel=1e-12)
     assert p.waves[0].compute_s == q.waves[0].compute_s
     assert p.alone_s(hw) < q.alone_s(dp)
@@ -217,3 +218,14 @@ def test_stream_k_spreads_the_partial_last_wave_over_every_cu():
     # the engine runs the plan's closed form
     t, plan = _alone(shape, hw)
     assert plan.stream_k and t == pytest.approx(plan.alone_s(hw), rel=1e-6)
+
+
+def test_fp8_gemms_write_a_16_bit_output():
+    """The libraries' FP8 GEMMs write BF16/FP16 (torch._scaled_mm's out_dtype, cuBLASLt's D type): the
+    output bytes and each tile's exposed epilogue are 16-bit ones; other dtypes write their own."""
+    for dtype, out in (("fp8", 2), ("bf16", 2), ("fp16", 2), ("fp32", 4)):
+        s = GemmShape(1024, 512, 256, dtype)
+        assert s.out_elem_bytes == out and s.out_bytes == 1024 * 512 * out
+    hw = load_hardware("h100-8")
+    r8 = api.gemm(8192, 8192, 1024, dtype="fp8", hardware=hw)
+    assert r8["epilogue_s"] == pytest.approx(tile_epilogue_s(hw, 256, 128, 2), rel=1e-12)

@@ -171,7 +171,7 @@ class GemmPlan:
         return {
             "tile": self.kernel, "tiles": self.tiles, "waves": len(self.waves), "wave_size": self.wave_size,
             "split_k": 1, "stream_k": self.stream_k, "clock_hz": clock, "tile_flops_per_s": rate,
-            "epilogue_s": tile_epilogue_s(hw, self.tile_m, self.tile_n, self.shape.elem_bytes),
+            "epilogue_s": tile_epilogue_s(hw, self.tile_m, self.tile_n, self.shape.out_elem_bytes),
             "tile_bound": "matrix" if rate >= peak else "l2", "launch_s": c.kernel_launch_s,
             "prologue_s": sum(p for p, _ in parts), "body_s": sum(b for _, b in parts),
             "compute_s": self.compute_s,
@@ -418,12 +418,12 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
     tiles_c = tm * tn
     wave_size = cus * c.wg_per_cu
     t_main = 2.0 * bm * bn * shape.k / tile_flops_per_s(hw, bm, bn, shape.dtype)
-    t_epi = tile_epilogue_s(hw, bm, bn, shape.elem_bytes)
+    t_epi = tile_epilogue_s(hw, bm, bn, shape.out_elem_bytes)
     t_tile = t_main + t_epi
     eb = shape.elem_bytes
     a_block = bm * shape.k * eb
     b_block = bn * shape.k * eb
-    out_tile = rows * shape.n * eb / tiles_c
+    out_tile = rows * shape.n * shape.out_elem_bytes / tiles_c
     column = c.raster == "column"
     kfrac = min(1.0, c.k_stages * c.k_step / shape.k)
     # a workgroup computes on one stage while the others load: k_stages - 1 stages in flight (at least 1)

@@ -50,8 +50,15 @@ class GemmShape:
         return DTYPE_BYTES[self.dtype]
 
     @property
+    def out_elem_bytes(self) -> int:
+        """Bytes of one output element: the input's, but 2 for FP8, whose GEMMs write a 16-bit result (the
+        libraries' FP8 GEMMs take a BF16 or FP16 output: torch._scaled_mm's out_dtype, cuBLASLt's D type in
+        every FP8 row of the dataset and of `t3 measure`)."""
+        return 2 if self.dtype == "fp8" else self.elem_bytes
+
+    @property
     def out_bytes(self) -> int:
-        return self.m * self.n * self.elem_bytes
+        return self.m * self.n * self.out_elem_bytes
 
 
 @dataclass(frozen=True)

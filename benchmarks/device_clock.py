@@ -206,7 +206,7 @@ def kit_kernels():
     return kk.Kernels(torch)
 
 
-def main(path: str) -> None:
+def main(path: str, plan_name: str = "default") -> None:
     if not torch.cuda.is_available():
         sys.exit("device_clock.py needs a GPU that PyTorch sees (torch.cuda.is_available() is False)")
     dev = torch.device("cuda")
@@ -279,14 +279,15 @@ def main(path: str) -> None:
         print(f"the copy kernel on k blocks is skipped: {err}")
     for w in works.values():
         w.alone_s = probe(w.fn)
-    if PLAN == "data":  # the data and pauses of published loops, each beside its baseline in the same run
+    # "data": the data and pauses of published loops, each beside its baseline in the same run
+    if plan_name == "data":
         plan = [["gemm-fp8"], ["gemm-fp8-uniform"], ["zero-256MB"], ["gemm-fp8-flushed"], ["gemm-bf16"],
                 ["gemm-bf16-uniform"], [], ["gemm-fp8"]]  # fmt: skip
     else:
-        plan = None
-    plan = plan or [["gemm-bf16"], ["gemm-bf16-zeros"], ["gemm-fp16"], ["gemm-fp8"], [f"copy-{sms}"], ["copy-32"],
-            ["memcpy"], ["h2d"], ["gemm-bf16", f"copy-{sms}"], ["gemm-bf16", "copy-32"], ["gemm-bf16", "memcpy"],
-            ["gemm-bf16", "h2d"], ["gemm-fp8", "copy-32"], ["gemm-fp8", f"copy-{sms}"], [], ["gemm-bf16"]]  # fmt: skip
+        plan = [["gemm-bf16"], ["gemm-bf16-zeros"], ["gemm-fp16"], ["gemm-fp8"], [f"copy-{sms}"], ["copy-32"],
+                ["memcpy"], ["h2d"], ["gemm-bf16", f"copy-{sms}"], ["gemm-bf16", "copy-32"],
+                ["gemm-bf16", "memcpy"], ["gemm-bf16", "h2d"], ["gemm-fp8", "copy-32"], ["gemm-fp8", f"copy-{sms}"],
+                [], ["gemm-bf16"]]  # fmt: skip
     p = torch.cuda.get_device_properties(dev)
     env = {"gpu": torch.cuda.get_device_name(dev), "sms": sms, "torch": torch.__version__,
            "cuda": torch.version.cuda, "samples": sampler.source, "run_s": RUN_S, "skip_s": SKIP_S,
@@ -340,12 +341,11 @@ def main(path: str) -> None:
     print(f"wrote {path}")
 
 
-PLAN = "default"
-
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[2] == "--plan" and sys.argv[3] in ("default", "data"):
-        PLAN = sys.argv[3]
-        del sys.argv[2:]
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    if len(args) == 3 and args[1] == "--plan" and args[2] in ("default", "data"):
+        main(args[0], args[2])
+    elif len(args) == 1:
+        main(args[0])
+    else:
         sys.exit("usage: python3 benchmarks/device_clock.py OUT.json [--plan default|data]")
-    main(sys.argv[1])

@@ -622,9 +622,14 @@ def direct_all_gather(
 NVLS_CHUNK = 128 << 10
 
 
+def _nvls_ops(hw: Hardware, n: int) -> int:
+    """NCCL's NVLS ``ops`` on ``n`` GPUs: the NVLS kernel's channels x the n heads."""
+    return Executor("cu", hw.collective.nvls_channels or None).channels(hw) * n
+
+
 def nvls_chunk_bytes(hw: Hardware, n: int, nbytes: float) -> float:
     """NCCL's NVLS chunk for an all-reduce of ``nbytes`` on ``n`` GPUs (the rule above)."""
-    ops = (hw.collective.nvls_channels or hw.collective.channels or hw.compute.cus) * n
+    ops = _nvls_ops(hw, n)
     chunk = float(NVLS_CHUNK)
     for loops, smaller in ((64, 64 << 10), (8, 32 << 10), (2, 16 << 10)):
         if nbytes < loops * ops * chunk:
@@ -638,7 +643,7 @@ def nvls_extra_loops_s(hw: Hardware, n: int, nbytes: float) -> float:
     loop = hw.collective.nvls_loop_s
     if not loop or nbytes <= 0:
         return 0.0
-    ops = (hw.collective.nvls_channels or hw.collective.channels or hw.compute.cus) * n
+    ops = _nvls_ops(hw, n)
     return loop * (nbytes / (ops * nvls_chunk_bytes(hw, n, nbytes)) - nbytes / (ops * NVLS_CHUNK))
 
 
@@ -704,9 +709,9 @@ def p2p_connections(hw: Hardware, n: int, peer_bytes: float, ex: Executor) -> tu
     last = min(col.p2p_chunk_bytes, peer_bytes / cpp)
     drain = last / (hw.compute.cu_copy_Bps / 2 * P2P_RECV_SHARE)
     # every channel carries its rate of remote payload per connection it serves: the N - 1 peers share
-    # the P channels x (connections per channel); the 4- and 8-GPU H100 runs move the same bytes/s, so the
-    # channels of the local copy take nothing from the remote rate
-    return cpp, p * (cpp * n / p) * col.p2p_connection_Bps / (n - 1), drain
+    # the P channels x (cpp N / P connections per channel), i.e. cpp N connections; the 4- and 8-GPU H100
+    # runs move the same bytes/s, so the channels of the local copy take nothing from the remote rate
+    return cpp, cpp * n * col.p2p_connection_Bps / (n - 1), drain
 
 
 def all_to_all(

@@ -13,7 +13,9 @@ Mechanisms (each a preset value with its source, docs/validation.md "Interferenc
 - HBM queueing: the loaded latency of the GEMM's window-limited loads and the read/write turnaround
   (``hbm.service_s`` and ``hbm.turnaround``; off: both 0);
 - block dispatch in launch order: a kernel launched while an earlier one's blocks fill the CUs waits
-  for them (``compute.dispatch = "launch_order"``; off: ``shared``, the CUs shared as they free).
+  for them (``compute.dispatch = "launch_order"``; off: ``shared``, the CUs shared as they free);
+- cluster slots: the GEMM's blocks run in thread-block clusters, so each CU a kernel holds takes its
+  cluster slot (``compute.cluster_ctas``; off: 1, a held CU costs one CU).
 Not a test; every number is a slowdown in per cent of the GEMM alone.
 """
 
@@ -40,6 +42,7 @@ OFF = (
     ("memory-side L2 off", {"compute.l2_memory_side": False}),
     ("HBM queueing off", {"hbm.service_s": 0.0, "hbm.turnaround": 0.0}),
     ("dispatch shared", {"compute.dispatch": "shared"}),
+    ("clusters off", {"compute.cluster_ctas": 1}),
 )
 
 

@@ -108,8 +108,11 @@ def schedules_with_holds(draw):
         caps = [(demands[0][0], draw(st.floats(0.2, 5.0)))] if draw(st.integers(0, 3)) == 0 else []
         deps = sorted(set(draw(st.lists(st.integers(0, i - 1), max_size=3)))) if i else []
         delay = draw(st.sampled_from([0.0, 0.0, 0.25]))
+        # a GEMM wave: (tiles, 0 before the last wave; width; CTAs per cluster)
         rounds = (
-            (float(draw(st.integers(1, 50))), float(draw(st.integers(1, 40)))) if draw(st.booleans()) else ()
+            (float(draw(st.integers(0, 50))), float(draw(st.integers(1, 40))), float(draw(st.integers(1, 3))))
+            if draw(st.booleans())
+            else ()
         )
         ops.append(
             Op(i, 0, i, "x", "c", demands, caps, delay, deps, {}, draw(st.integers(0, 1)), rounds=rounds)
@@ -133,27 +136,39 @@ def test_random_schedules_with_holds_bit_for_bit(sched):
 
 
 @pytest.mark.parametrize("native", [True, False])
-@pytest.mark.parametrize("cus,held,tiles,width", [(132, 3, 128, 132), (132, 4, 132, 132), (132, 20, 224, 132),
-                                                  (132, 24, 224, 132), (80, 16, 900, 80), (132, 66, 132, 132),
-                                                  (10, 9, 7, 10), (132, 20, 300, 100), (132, 40, 300, 100)])  # fmt: skip
-def test_a_gemm_ends_in_whole_rounds_on_the_cus_left(native, cus, held, tiles, width):
+@pytest.mark.parametrize("cus,held,tiles,width,m", [(132, 3, 128, 132, 1), (132, 4, 132, 132, 1), (132, 20, 224, 132, 1),
+                                                    (132, 24, 224, 132, 1), (80, 16, 900, 80, 1), (132, 66, 132, 132, 1),
+                                                    (10, 9, 7, 10, 1), (132, 20, 300, 100, 1), (132, 40, 300, 100, 1),
+                                                    (132, 2, 128, 132, 2), (132, 3, 128, 132, 2), (132, 12, 224, 132, 2),
+                                                    (132, 16, 1664, 132, 2), (132, 32, 896, 132, 2), (80, 7, 900, 80, 4),
+                                                    (132, 20, 300, 100, 2)])  # fmt: skip
+def test_a_gemm_ends_in_whole_rounds_on_the_cus_left(native, cus, held, tiles, width, m):
     """Closed form: a GEMM of ``tiles`` one-CU blocks of 1 s each, run ``width`` at a time (its waves: ops
     of ``width`` blocks, the last one the rest, marked Op.rounds), beside a kernel holding ``held`` CUs for
-    longer: on w = min(cus - held, width) CUs the earlier waves take max(1, width / w) s each (fluid) and
-    the last max(1, u / w, R) with R = ceil(tiles / w) - (tiles - u) / w, so the GEMM ends after
-    ceil(tiles / w) s unless its last wave alone needs a whole round more; unmarked, max(1, u / w)."""
+    longer: on w = min(c, width) CUs the earlier waves take max(1, width / w) s each (fluid) and the last
+    max(1, u / w, R) with R = ceil(tiles / w) - (tiles - u) / w, so the GEMM ends after ceil(tiles / w) s
+    unless its last wave alone needs a whole round more; unmarked, max(1, u / w). c = cus - held, or with
+    blocks in clusters of m (every wave marked) cus - m held rounded down to whole clusters: the steps
+    of t3 measure's held rows (512x8192x8192's 128 blocks double from 3 held SMs, 1024x7168x8192's 224
+    blocks take a third round from 12)."""
     res = [
         Resource("cu", float(cus), "cu", 0),
         Resource("part", float(held), "cu-part", 0, Policy(), None, 0),
     ]
     waves = [width] * ((tiles - 1) // width) + [tiles - width * ((tiles - 1) // width)]
-    free = min(cus - held, width)
+    c = cus - held if m == 1 else m * ((cus - m * held) // m)
+    free = min(c, width)
     for marked in (True, False):
+        if m > 1 and not marked:
+            continue  # (clusters are marked on every wave)
         ops = [Op(0, 0, "comm", "comm", "rs", [(1, held * 1000.0)], [], 0.0, [], {})]
         for i, u in enumerate(waves):
             last = i == len(waves) - 1
+            mark = (
+                (float(tiles) if last else 0.0, float(width), float(m)) if marked and (last or m > 1) else ()
+            )
             ops.append(Op(i + 1, 0, f"w{i}", "gemm-compute", "gemm", [(0, float(u))], [(0, float(u))], 0.0,
-                          [i] if i else [], {}, rounds=(float(tiles), float(width)) if marked and last else ()))  # fmt: skip
+                          [i] if i else [], {}, rounds=mark))  # fmt: skip
         r = Engine(native=native).run(Schedule("rounds", ops, res, 1, [0]))
         *body, u = waves
         before = sum(max(1.0, x / free) for x in body)
@@ -162,6 +177,17 @@ def test_a_gemm_ends_in_whole_rounds_on_the_cus_left(native, cus, held, tiles, w
         if marked and free < width:
             assert expect == pytest.approx(max(math.ceil(tiles / free), (tiles - u) / free + 1))
         assert r.end[len(waves)] == pytest.approx(expect, rel=1e-12), marked
+
+
+def test_cluster_cus_closed_form():
+    from t3.sim.engine import cluster_cus
+
+    assert cluster_cus(129.0, 132.0, 1.0) == 129.0  # no clusters: what the held CUs leave
+    assert cluster_cus(129.0, 132.0, 2.0) == 126.0  # 3 held: 3 cluster slots of 2 CUs
+    assert cluster_cus(120.0, 132.0, 2.0) == 108.0
+    assert cluster_cus(73.0, 80.0, 4.0) == 52.0  # 80 - 4 x 7 = 52: 13 slots of 4
+    assert cluster_cus(66.0, 132.0, 2.0) == 0.0  # every slot taken
+    assert cluster_cus(0.0, 132.0, 2.0) == 0.0
 
 
 def test_rounds_cap_closed_form():

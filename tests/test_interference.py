@@ -10,7 +10,7 @@ import pytest
 
 from t3 import api
 from t3.config.hardware import load_hardware
-from t3.errors import ConfigError
+from t3.errors import ConfigError, T3Error
 from t3.ops.gemm import plan_gemm
 from t3.workload.sublayers import GemmShape
 
@@ -24,15 +24,23 @@ SHAPES = [(8192, 8192, 8192), (4096, 4096, 4096), (16384, 1024, 8192), (2048, 71
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("k", [4, 16, 66])
-def test_a_kernel_on_k_cus_leaves_the_gemm_the_other_cus(shape, k):
+@pytest.mark.parametrize("k", [4, 16, 40, 66])
+@pytest.mark.parametrize("cluster", [1, 2])
+def test_a_kernel_on_k_cus_leaves_the_gemm_the_other_cus(shape, k, cluster):
     """Closed form: a compute-bound GEMM beside a copy kernel that holds k CUs for the GEMM's whole span
     runs its T tiles on w = cus - k CUs in whole rounds of a tile's time (a tile holds its CU from start to
     end): the earlier waves as a fluid, u / w times as long (later tiles fill the CUs a round leaves), the
-    last wave of u tiles the rest of ceil(T / w) rounds, and at least one (it starts after the others)."""
-    r = api.interference(*shape, "sm_copy", 1 << 34, gpus=1, cus=k, hardware=NO_MEMORY)
-    plan = plan_gemm(GemmShape(*shape, "bf16"), NO_MEMORY)
-    free = H100.compute.cus - k
+    last wave of u tiles the rest of ceil(T / w) rounds, and at least one (it starts after the others).
+    With thread-block clusters of m CTAs (compute.cluster_ctas) each held CU takes its cluster slot: w =
+    cus - m k (whole clusters)."""
+    if cluster * k >= H100.compute.cus:
+        pytest.skip(
+            "no cluster slot left: refused (test_a_held_kernel_that_leaves_no_cluster_slot_is_refused)"
+        )
+    hw = NO_MEMORY.with_overrides({"compute.cluster_ctas": cluster})
+    r = api.interference(*shape, "sm_copy", 1 << 34, gpus=1, cus=k, hardware=hw, arrangement="held")
+    plan = plan_gemm(GemmShape(*shape, "bf16"), hw)
+    free = H100.compute.cus - cluster * k
     alone = H100.compute.kernel_launch_s + sum(w.compute_s for w in plan.waves)
     *body, last = plan.waves
     assert len({w.compute_s for w in plan.waves}) == 1  # one tile's time per round (no memory)
@@ -44,6 +52,16 @@ def test_a_kernel_on_k_cus_leaves_the_gemm_the_other_cus(shape, k):
     # (the prologues' reads take a few 1e-11 s at this memory's 1e18 B/s)
     assert r["gemm_alone_s"] == pytest.approx(alone, rel=1e-6)
     assert r["gemm_together_s"] == pytest.approx(expect, rel=1e-6)
+
+
+@pytest.mark.parametrize("k", [66, 100])
+def test_a_held_kernel_that_leaves_no_cluster_slot_is_refused(k):
+    """Held CUs that leave a clustered GEMM no whole cluster slot: a clear error naming the field, not a
+    background that never outlasts the GEMM."""
+    with pytest.raises(T3Error, match=r"cus: the sm_copy kernel holds .*compute\.cluster_ctas"):
+        api.interference(
+            8192, 8192, 8192, "sm_copy", 1 << 30, gpus=1, cus=k, hardware=H100, arrangement="held"
+        )
 
 
 @pytest.mark.parametrize("shape", SHAPES)

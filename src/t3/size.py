@@ -141,7 +141,10 @@ def run_work(
     """Estimated ops of one sublayer simulation (see the module docstring)."""
     tp, g = op.tp, op.gemm
     t3 = config in T3_CONFIGS
-    cus = hw.compute.cus - comm_cus if config == "concurrent" and 0 < comm_cus < hw.compute.cus else None
+    from t3.ops.gemm import cus_beside
+
+    cus = cus_beside(hw, comm_cus) if config == "concurrent" and 0 < comm_cus < hw.compute.cus else None
+    cus = cus or None
     chunks = tp if t3 and g.m % tp == 0 else 1
     waves = gemm_waves(g.m, g.n, hw, chunks=chunks, cus=cus, k=g.k, dtype=g.dtype)
     gpus = tp if (not symmetric or functional) else 1

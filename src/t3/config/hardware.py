@@ -112,6 +112,14 @@ class Compute(_Strict):
         " blocks fill the CUs waits for them (NVIDIA's left-over policy); shared, running kernels share the"
         " CUs as they free (the fluid model)",
     )
+    cluster_ctas: int = Field(
+        default=1,
+        gt=0,
+        description="thread blocks of a GEMM kernel launched as one cluster (Hopper thread-block clusters,"
+        " co-scheduled on free SMs): beside h CUs another kernel holds, each held CU leaves its cluster slot's"
+        " other CUs idle too, so the GEMM runs on cus - cluster_ctas x h CUs in whole clusters (1 = no"
+        " clusters)",
+    )
     cu_inflight_bytes: float = Field(
         default=0.0,
         ge=0,
@@ -430,6 +438,7 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "compute.k_step": (1, 65536, "GEMM K stages are 16-128 elements, a CPU runtime's 2048"),
     "compute.k_stages": (1, 64, "GEMM mainloops keep 2-8 stages in flight"),
     "compute.multicast": (1, 16, "Hopper clusters hold at most 16 CTAs (8 portable)"),
+    "compute.cluster_ctas": (1, 16, "Hopper clusters hold at most 16 CTAs (8 portable)"),
     "compute.cu_copy_Bps": (1e3, _FREE, _BPS),
     "compute.kernel_launch_s": (0, 1, _S),
     "compute.stream_wait_s": (0, 1, _S),

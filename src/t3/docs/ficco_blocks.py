@@ -24,7 +24,8 @@ SUBSET_WORDS = {
     "fresh3": "third fresh blind set (blind for the selector's previous factors; looked at since)",
     "fresh4": "fourth fresh blind set (blind for the selector's previous factors; looked at since)",
     "fresh5": "fifth fresh blind set (blind for the selector's previous factors; looked at since)",
-    "fresh6": "sixth fresh blind set (never run before the shipped selector's factors were frozen)",
+    "fresh6": "sixth fresh blind set (blind for the selector's previous factors; looked at since)",
+    "fresh7": "seventh fresh blind set (never run before the shipped selector's factors were frozen)",
     "all": "all scenario cases",
 }
 

@@ -46,6 +46,7 @@ from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
 from t3.ficco.space import Axes, FiccoOperator, check_fits, enumerate_space, parse_name
 from t3.ops.collectives import Executor, choose, idle_time
+from t3.ops.gemm import cus_beside
 from t3.schedules.ficco import _unit_bytes, comm_cus, gemm_plan, plan_pieces, shape_of
 from t3.sim.engine import Allocator
 from t3.sim.schedule import Policy, hbm_timing
@@ -420,7 +421,7 @@ def ideal_s(fop: FiccoOperator, hw: Hardware, ax: Axes) -> float:
     if ax.comm == "bulk":
         return _bulk_s(fop, hw, ax)
     # the better of the two plan sets: GEMM on all CUs, or on what the CU kernel leaves (losses.py)
-    cus_opts = [c.cus] if ax.executor == "dma" else [c.cus, c.cus - k]
+    cus_opts = [c.cus] if ax.executor == "dma" else [c.cus, cus_beside(hw, k)]
     return min(_overlapped_s(fop, hw, ax, cu_n, k) for cu_n in cus_opts)
 
 
@@ -586,7 +587,7 @@ def shared_s(fop: FiccoOperator, hw: Hardware, ax: Axes) -> float:
     b = hw.hbm.effective_Bps
     comm_b = comm_hbm_bytes(fop, ax)
     share = min(HBM_SHARE_CAP, comm_b / (t0 * b))
-    cus = c.cus - k if ax.executor == "cu" else c.cus
+    cus = cus_beside(hw, k) if ax.executor == "cu" else c.cus
     return _overlapped_s(fop, hw, ax, cus, k, b * (1.0 - share))
 
 

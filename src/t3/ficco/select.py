@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 
 from t3.config.hardware import Hardware
 from t3.ficco.space import Axes, FiccoOperator, check_fits, legality, no_gemm_cus_left
+from t3.ops.gemm import cus_beside
 from t3.schedules.ficco import comm_cus, gemm_plan
 from t3.workload.sublayers import GemmShape
 
@@ -123,7 +124,7 @@ def features(fop: FiccoOperator, hw: Hardware) -> dict:
     for comm, ex, split, red in itertools.product(comms, executors, splits, reduces):
         if comm == "shard" and split != "M":
             continue  # a shard-level step carries every K / column block: N such pieces are illegal
-        cus = c.cus - k if ex == "cu" else c.cus
+        cus = cus_beside(hw, k) if ex == "cu" else c.cus
         shapes = _gemms(fop, rows, split, n)
         slow = 1.0 if ex == "cu" else (many_cmd if comm == "ficco" else one_cmd)
         tc = t_comm * slow

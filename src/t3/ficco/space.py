@@ -269,14 +269,20 @@ def candidates(fop: FiccoOperator) -> list[Axes]:
 def no_gemm_cus_left(hw: Hardware, n: int) -> str | None:
     """Why the cu executor cannot overlap on ``hw`` (its communication kernel would take every CU),
     else None."""
+    from t3.ops.gemm import cus_beside
     from t3.schedules.ficco import comm_cus
 
     k = comm_cus(hw, n)
-    if hw.compute.cus - k >= 1:
+    if cus_beside(hw, k) >= 1:
         return None
+    clusters = (
+        f", in clusters of {hw.compute.cluster_ctas} (compute.cluster_ctas)"
+        if hw.compute.cluster_ctas > 1
+        else ""
+    )
     return (
         f"the cu executor's communication kernel takes {k} of the {hw.compute.cus} CUs"
-        " (compute.cus): none is left for the GEMM"
+        f" (compute.cus): none is left for the GEMM{clusters}"
     )
 
 

@@ -192,3 +192,16 @@ def _fresh6() -> tuple[FiccoOperator, ...]:
 
 
 FRESH6_OPERATORS: tuple[FiccoOperator, ...] = _fresh6()
+
+
+def _fresh7() -> tuple[FiccoOperator, ...]:
+    """Seventh fresh blind set (committed before any of its results existed, together with the pipeline
+    selector's contention factors refitted on the current engine, whose H100 / H200 GEMMs now lose a
+    thread-block cluster slot per CU a communication kernel holds): every (model, sublayer) pair of the
+    eight zoo models at **4352 tokens** (TP 8 + SP; a token count no other set uses, and not a multiple
+    of 512 as every training token count is), Mixtral-8x7B-style experts at 1280 tokens per GPU and
+    DeepSeek-V3-style at 896 (uniform), minus any operator of the training set."""
+    return _zoo_set(4352, 1280, 896)
+
+
+FRESH7_OPERATORS: tuple[FiccoOperator, ...] = _fresh7()

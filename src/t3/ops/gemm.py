@@ -519,12 +519,25 @@ def l2_body_bytes(plan: GemmPlan, w: Wave, hw: Hardware) -> float:
     return w.n_tiles * tile_l2_elems(hw, plan.tile_m, plan.tile_n) * s.k * s.elem_bytes * (1.0 - kfrac)
 
 
-def gemm_tail(plan: GemmPlan, w: Wave) -> tuple[float, float] | tuple[()]:
-    """:attr:`t3.sim.schedule.Op.rounds` of a wave: (the GEMM's tiles, its wave width) for the last
-    wave, whose tail ends in whole rounds when CUs are held; () for the others (fluid)."""
+def gemm_tail(plan: GemmPlan, w: Wave, hw: Hardware) -> tuple[float, float, float] | tuple[()]:
+    """:attr:`t3.sim.schedule.Op.rounds` of a wave: (the GEMM's tiles, its wave width, its CTAs per
+    cluster) for the last wave, whose tail ends in whole rounds when CUs are held; for the others (fluid)
+    (0, width, cluster) where the kernel runs in clusters (``compute.cluster_ctas`` > 1: a held CU takes its
+    cluster slot), else ()."""
+    m = hw.compute.cluster_ctas
     if w.index != len(plan.waves) - 1 or plan.stream_k:  # stream-K's last wave has no whole rounds
-        return ()
-    return (float(plan.tiles), float(plan.wave_size))
+        return (0.0, float(plan.wave_size), float(m)) if m > 1 else ()
+    return (float(plan.tiles), float(plan.wave_size), float(m))
+
+
+def cus_beside(hw: Hardware, held: int) -> int:
+    """The CUs a GEMM kernel can use while another kernel holds ``held`` CUs: the rest, less the cluster
+    partners the held CUs leave idle (``compute.cluster_ctas``; :func:`t3.sim.engine.cluster_cus`, the
+    engine's rule); 0 if none is left."""
+    from t3.sim.engine import cluster_cus
+
+    c = hw.compute.cus
+    return int(cluster_cus(float(max(c - held, 0)), float(c), float(hw.compute.cluster_ctas)))
 
 
 def declare_kernel(b, gpu: int, plan: GemmPlan, prefix: str = "gemm") -> None:
@@ -581,7 +594,7 @@ def add_gemm(
         body = b.add(
             gpu, f"{prefix}.C{w.index}", kind="gemm-compute", cat="gemm",
             work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, wbytes)],
-            caps=[(cu, float(w.cus_used))], rounds=gemm_tail(plan, w),  # the tail: whole rounds
+            caps=[(cu, float(w.cus_used))], rounds=gemm_tail(plan, w, hw),  # the tail: whole rounds
             deps=[(gpu, f"{prefix}.L{w.index}")],
             traffic={"gemm_read": body_reads, "gemm_write": wbytes}, prio=prio, window=w.window_bytes,
             l2=l2_body_bytes(plan, w, hw) + wbytes if b.l2_side else None,

@@ -219,6 +219,36 @@ def _run(
     return _span(res, ("gemm",)), _span(res, ("comm",)), res.events
 
 
+def held_cus(hw: Hardware, comm: Comm) -> int:
+    """CUs ``comm``'s kernel holds for its whole run (an exclusive partition): a copy or reduction on a
+    given number of blocks, a collective's CU kernel where ``collective.exclusive_cus``; else 0."""
+    from t3.ops import collectives as co
+
+    if comm.kind in COLLECTIVES:
+        ex = co.Executor(comm.executor, comm.channels or None)
+        return ex.channels(hw) if ex.exclusive(hw) else 0
+    return comm.cus if comm.kind in ("sm_copy", "sm_reduce") else 0
+
+
+def _check_room(hw: Hardware, comm: Comm) -> None:
+    """Refuse a held communication beside which the GEMM gets no CU: it would wait for the kernel's end,
+    which a held kernel (outlasting the GEMM by construction) never reaches."""
+    from t3.ops.gemm import cus_beside
+
+    k = held_cus(hw, comm)
+    if k and cus_beside(hw, k) < 1:
+        m = hw.compute.cluster_ctas
+        why = (
+            f" in thread-block clusters of {m} (compute.cluster_ctas: a held CU takes its slot)"
+            if m > 1
+            else ""
+        )
+        raise SimulationError(
+            f"cus: the {comm.kind} kernel holds {k} of the {hw.compute.cus} CUs, which leaves the GEMM none{why};"
+            " it would wait for the kernel's end, which a held communication never reaches"
+        )
+
+
 def interference(
     shape: GemmShape, comm: Comm, hw: Hardware, arrangement: str = "background",
     lead_s: float = 0.0, first: str = "comm",
@@ -232,6 +262,8 @@ def interference(
         raise ConfigError(f"arrangement: unknown arrangement '{arrangement}' ({', '.join(ARRANGEMENTS)})")
     if lead_s and arrangement != "together":
         raise ConfigError("lead: a lead is a delay after a launch together: arrangement = 'together'")
+    if arrangement == "held":
+        _check_room(hw, comm)
     gemm_alone, _, _ = _run(hw, shape, comm, 1, 0)
     _, comm_alone, _ = _run(hw, shape, comm, 0, 1)
     events = 0

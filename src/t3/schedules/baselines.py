@@ -13,7 +13,7 @@ from __future__ import annotations
 from t3.config.hardware import Hardware
 from t3.errors import ConfigError
 from t3.ops.collectives import Executor, all_gather, reduce_scatter
-from t3.ops.gemm import add_gemm, plan_gemm
+from t3.ops.gemm import add_gemm, cus_beside, plan_gemm
 from t3.schedules.base import Outcome, RunOptions, builder, register, simulate_schedule
 from t3.sim.schedule import Schedule
 from t3.workload.sublayers import Operator
@@ -79,10 +79,13 @@ def run_ideal(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
 
 def concurrent_schedule(op: Operator, hw: Hardware, opts: RunOptions) -> Schedule:
     k = opts.comm_cus
-    if not 0 < k < hw.compute.cus:
-        raise ConfigError(f"comm_cus: must be in 1..{hw.compute.cus - 1}, got {k}")
+    if not 0 < k < hw.compute.cus or cus_beside(hw, k) < 1:
+        raise ConfigError(
+            f"comm_cus: must be in 1..{hw.compute.cus - 1} and leave the GEMM a CU"
+            f" (compute.cluster_ctas = {hw.compute.cluster_ctas}), got {k}"
+        )
     b = builder("concurrent", op, hw, opts)
-    plan = plan_gemm(op.gemm, hw, cus=hw.compute.cus - k)
+    plan = plan_gemm(op.gemm, hw, cus=cus_beside(hw, k))
     ex = Executor("cu", cus=k, name="allreduce")
     for g in b.gpus:
         add_gemm(b, g, plan)

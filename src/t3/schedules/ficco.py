@@ -66,7 +66,7 @@ from t3.config.hardware import Hardware
 from t3.errors import ScheduleError
 from t3.ficco.space import Axes, FiccoOperator
 from t3.ops.collectives import Executor, all_gather, all_to_all, reduce_scatter, transfer_work
-from t3.ops.gemm import GemmPlan, add_gemm, declare_kernel, gemm_tail, l2_body_bytes, plan_gemm
+from t3.ops.gemm import GemmPlan, add_gemm, cus_beside, declare_kernel, gemm_tail, l2_body_bytes, plan_gemm
 from t3.sim.schedule import Ref, Schedule, ScheduleBuilder, hbm_timing
 from t3.workload.sublayers import GemmShape
 
@@ -265,7 +265,7 @@ class _Gen:
         else:
             self.ex = Executor(ax.executor, k, "comm")
             own = ax.executor == "cu" and mode in ("full", "ideal-own")
-            self.gemm_cus = hw.compute.cus - k if own else hw.compute.cus
+            self.gemm_cus = cus_beside(hw, k) if own else hw.compute.cus  # (a held CU takes its cluster slot)
         self.plans: dict = {}
         self._with: dict[tuple, list[int]] = {}  # (offset, step set) -> pieces holding those units
         self._jb: dict[tuple, float] = {}  # (gpu, step set, phase) -> bytes
@@ -496,7 +496,7 @@ class _Gen:
                     b.add(
                         g, body[1], kind="gemm-compute", cat="gemm",
                         work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, local)] + landing,
-                        caps=[(cu, float(w.cus_used))], rounds=gemm_tail(plan, w),
+                        caps=[(cu, float(w.cus_used))], rounds=gemm_tail(plan, w, hw),
                         deps=[(g, f"f.L{w.index}")],
                         traffic={"gemm_read": body_reads, "gemm_write": written}, window=w.window_bytes,
                         l2=l2_body_bytes(plan, w, hw) + written if b.l2_side else None,

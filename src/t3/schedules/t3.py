@@ -334,7 +334,7 @@ class T3Builder:
             o = b.add(
                 g, f"gemm.C{w.index}", kind="gemm-compute", cat="gemm",
                 work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, local)],
-                caps=[(cu, float(w.cus_used))], rounds=gemm_tail(plan, w),
+                caps=[(cu, float(w.cus_used))], rounds=gemm_tail(plan, w, hw),
                 deps=[(g, f"gemm.L{w.index}")],
                 traffic={"gemm_read": body_reads, "gemm_write": local}, acquire=acquire,
                 window=w.window_bytes,

@@ -11,7 +11,7 @@ the process-wide fills of :mod:`t3.sim.engine`), so a result is the Python engin
 the caller reruns it in Python, which names the deadlock.
 """
 
-from libc.math cimport ceil
+from libc.math cimport ceil, floor
 from libc.stdlib cimport free, malloc
 
 cdef extern from *:
@@ -74,12 +74,13 @@ cdef class Static:
     cdef int *excl_r
     cdef int *parent  # per resource: Resource.parent
     cdef int any_excl
-    cdef int *q_off  # per op: a last wave's caps, (resource, units, demand, tiles, width) (Allocator.quant)
+    cdef int *q_off  # per op: a GEMM wave's caps, (resource, units, demand, tiles, width, cluster) (Allocator.quant)
     cdef int *q_r
     cdef double *q_u
     cdef double *q_a
     cdef double *q_t
     cdef double *q_w
+    cdef double *q_m
     cdef int *admit  # per op: Op.admit, Op.fills (block dispatch; -1: none)
     cdef int *fillr
     cdef list sig
@@ -106,6 +107,7 @@ cdef class Static:
         free(self.q_a)
         free(self.q_t)
         free(self.q_w)
+        free(self.q_m)
         free(self.admit)
         free(self.fillr)
 
@@ -175,6 +177,7 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
     st.q_a = <double*>_alloc(nq * sizeof(double))
     st.q_t = <double*>_alloc(nq * sizeof(double))
     st.q_w = <double*>_alloc(nq * sizeof(double))
+    st.q_m = <double*>_alloc(nq * sizeof(double))
     st.admit = <int*>_alloc(n * sizeof(int))
     st.fillr = <int*>_alloc(n * sizeof(int))
     for i in range(n):
@@ -232,7 +235,7 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
             for rr, cc in op.caps:  # (Allocator.quant: a last wave's caps on a resource it demands)
                 if rr in dd and dd[rr] > 0:
                     st.q_r[pq], st.q_u[pq], st.q_a[pq] = rr, cc, dd[rr]
-                    st.q_t[pq], st.q_w[pq] = op.rounds
+                    st.q_t[pq], st.q_w[pq], st.q_m[pq] = op.rounds
                     pq += 1
             deps = op.deps
             st.indeg0[i] = len(deps)
@@ -827,7 +830,8 @@ cdef class Run:
         for k in range(na):
             i = act[k]
             capx[i] = st.cap0[i]
-        if self.hkey is not None:  # CUs held: a GEMM's last wave ends in whole rounds (rounds_cap)
+        if self.hkey is not None:  # CUs held: a GEMM's last wave ends in whole rounds (rounds_cap), a
+            # clustered GEMM's waves lose whole cluster slots (cluster_cus)
             for k in range(na):
                 i = act[k]
                 for q in range(st.q_off[i], st.q_off[i + 1]):
@@ -835,13 +839,19 @@ cdef class Run:
                     c = self.capc[r]
                     u = st.q_u[q]
                     if c < st.cap[r]:
-                        # rounds_cap(u, c, tiles, width) / a (t3.sim.engine.rounds_cap)
-                        if st.q_w[q] < c:
-                            c = st.q_w[q]
-                        if c > 0.0:
-                            x = u / (ceil(st.q_t[q] / c - 1e-9) - (st.q_t[q] - u) / c) / st.q_a[q]
-                        else:
-                            x = 0.0
+                        if st.q_m[q] > 1.0:  # cluster_cus(c, full, m) (t3.sim.engine.cluster_cus)
+                            w = st.cap[r] - st.q_m[q] * (st.cap[r] - c)
+                            c = st.q_m[q] * floor(w / st.q_m[q] + 1e-9) if w > 0.0 else 0.0
+                        if st.q_t[q] > 0.0:
+                            # rounds_cap(u, c, tiles, width) / a (t3.sim.engine.rounds_cap)
+                            if st.q_w[q] < c:
+                                c = st.q_w[q]
+                            if c > 0.0:
+                                x = u / (ceil(st.q_t[q] / c - 1e-9) - (st.q_t[q] - u) / c) / st.q_a[q]
+                            else:
+                                x = 0.0
+                        else:  # a fluid wave: at most the CUs left
+                            x = (u if u < c else c) / st.q_a[q]
                         if x < capx[i]:
                             capx[i] = x
         nm = 0

@@ -542,9 +542,22 @@ def rounds_cap(u: float, c: float, tiles: float, width: float) -> float:
     return u / (math.ceil(tiles / w - 1e-9) - (tiles - u) / w)
 
 
+def cluster_cus(c: float, full: float, m: float) -> float:
+    """The CUs a GEMM whose thread blocks run in clusters of ``m`` can use when another kernel holds
+    ``full - c`` of the ``full`` CUs: a cluster's blocks are co-scheduled, one per CU of a slot of ``m``,
+    so each held CU leaves the other ``m - 1`` CUs of its slot idle too: ``full - m (full - c)``, in whole
+    clusters, at least 0 (``m`` = 1: ``c``). ``compute.cluster_ctas``; the steps of ``t3 measure``'s held
+    rows (``docs/validation.md``)."""
+    if m <= 1.0:
+        return c
+    v = full - m * (full - c)
+    return m * math.floor(v / m + 1e-9) if v > 0.0 else 0.0
+
+
 def _quant(op) -> tuple | None:
-    """A last wave's caps (:attr:`Op.rounds`) as (resource, units, its demand on the resource, the
-    GEMM's tiles, its wave width), for :func:`rounds_cap`; None for any other op."""
+    """A GEMM wave's caps (:attr:`Op.rounds`) as (resource, units, its demand on the resource, the
+    GEMM's tiles (0: a wave before the last), its wave width, CTAs per cluster), for :func:`rounds_cap`
+    and :func:`cluster_cus`; None for any other op."""
     if not op.rounds or not op.caps:
         return None
     dd = dict(op.demands)
@@ -597,8 +610,9 @@ class Allocator:
         self.cap0 = list(xmax)  # unloaded cap: the window at the unloaded latency
         self.memof: list[tuple | None] = [None] * n  # ((r, a, writes, closed), ...) on memory resources
         self.rset: list[set | None] = [None] * n  # per op: the resources it names (:meth:`_groups`)
-        # per op: a GEMM's last wave's caps as (resource, units, demand on it, the GEMM's tiles, its wave
-        # width): thread blocks of one CU each that end in whole rounds when CUs are held (:func:`rounds_cap`)
+        # per op: a GEMM wave's caps as (resource, units, demand on it, the GEMM's tiles or 0, its wave
+        # width, CTAs per cluster): thread blocks of one CU each that end in whole rounds when CUs are held
+        # (:func:`rounds_cap`), and lose whole cluster slots (:func:`cluster_cus`)
         self.quant: list[tuple | None] = [_quant(op) for op in ops]
         self._memo: dict = {}
         self._amemo: dict = {}
@@ -945,15 +959,18 @@ class Allocator:
                 self._prep(i)
         cap0, memof = self.cap0, self.memof
         capx = {i: cap0[i] for i in active}
-        if self.hkey is not None:  # CUs held: a GEMM's last wave ends in whole rounds (rounds_cap)
+        if self.hkey is not None:  # CUs held: a GEMM's last wave ends in whole rounds (rounds_cap), a
+            # clustered GEMM's waves lose whole cluster slots (cluster_cus)
             cap, full, quant = self.cap, self.cap_full, self.quant
             for i in active:
                 q = quant[i]
                 if q is not None:
-                    for r, u, a, tiles, width in q:
+                    for r, u, a, tiles, width, m in q:
                         c = cap[r]
                         if c < full[r]:
-                            v = rounds_cap(u, c, tiles, width) / a
+                            if m > 1.0:
+                                c = cluster_cus(c, full[r], m)
+                            v = (rounds_cap(u, c, tiles, width) if tiles else (u if u < c else c)) / a
                             if v < capx[i]:
                                 capx[i] = v
         on_mem = [i for i in active if memof[i] is not None] if self.mem else []

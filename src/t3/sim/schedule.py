@@ -89,11 +89,13 @@ class Op:
     writes: list[tuple[int, float]] = field(default_factory=list)  # (memory resource, bytes written)
     window: float = 0.0  # bytes in flight on the memory it reads (0: an open stream, paced from outside)
     like: int = -1  # an earlier op of the schedule with the same demands, caps, prio, writes and window
-    # (tiles, width): the op is the last wave of a GEMM of ``tiles`` thread blocks run ``width`` at a time
-    # on one CU each (its caps count its blocks); where CUs held by an exclusive partition leave c, the
-    # GEMM ends after whole rounds, ceil(tiles / min(c, width)) (t3.sim.engine.rounds_cap: the tail no
-    # later tile fills). (): fluid
-    rounds: tuple[float, float] | tuple[()] = ()
+    # (tiles, width, cluster): the op is a wave of a GEMM of ``tiles`` thread blocks run ``width`` at a time
+    # on one CU each (its caps count its blocks), in clusters of ``cluster`` blocks. The last wave: where
+    # CUs held by an exclusive partition leave c, the GEMM ends after whole rounds, ceil(tiles / min(c,
+    # width)) (t3.sim.engine.rounds_cap: the tail no later tile fills); tiles = 0: a wave before the last
+    # (fluid). With clusters, c is what the held CUs leave in whole cluster slots
+    # (t3.sim.engine.cluster_cus). (): fluid, no clusters
+    rounds: tuple[float, float, float] | tuple[()] = ()
     # block dispatch (:meth:`ScheduleBuilder.kernel`): ``admit`` >= 0, the CU pool on which the op begins a
     # kernel whose blocks need free CUs: it begins only when no op filling that pool is in progress, in
     # launch order (first come, first served); ``fills`` >= 0, the CU pool whose free CUs the op's blocks
@@ -324,7 +326,7 @@ class ScheduleBuilder:
         release: Iterable[tuple[int, int]] = (),
         window: float = 0.0,
         l2: float | None = None,
-        rounds: tuple[float, float] | tuple[()] = (),
+        rounds: tuple[float, float, float] | tuple[()] = (),
     ) -> Op:
         """Add an op (see :class:`Op`). With a memory-side L2 (``compute.l2_memory_side``) the op's DRAM
         bytes, read and written, also pass its GPU's L2 (:meth:`l2`), or ``l2`` bytes where given (a GEMM
@@ -386,7 +388,7 @@ class ScheduleBuilder:
             _units(release) if release else [],
             (sorted(writes.items()) if len(writes) > 1 else list(writes.items())) if writes else [],
             float(window),
-            rounds=(float(rounds[0]), float(rounds[1])) if rounds else (),
+            rounds=tuple(float(x) for x in rounds) if rounds else (),
         )
         self._append(ref, op, deps)
         return op

@@ -79,10 +79,12 @@ def run_ideal(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
 
 def concurrent_schedule(op: Operator, hw: Hardware, opts: RunOptions) -> Schedule:
     k = opts.comm_cus
-    if not 0 < k < hw.compute.cus or cus_beside(hw, k) < 1:
+    if not 0 < k < hw.compute.cus:
+        raise ConfigError(f"comm_cus: must be in 1..{hw.compute.cus - 1}, got {k}")
+    if cus_beside(hw, k) < 1:
         raise ConfigError(
-            f"comm_cus: must be in 1..{hw.compute.cus - 1} and leave the GEMM a CU"
-            f" (compute.cluster_ctas = {hw.compute.cluster_ctas}), got {k}"
+            f"comm_cus: {k} held CUs leave the GEMM's thread-block clusters of {hw.compute.cluster_ctas}"
+            f" (compute.cluster_ctas) no slot on {hw.compute.cus} CUs, got {k}"
         )
     b = builder("concurrent", op, hw, opts)
     plan = plan_gemm(op.gemm, hw, cus=cus_beside(hw, k))

@@ -128,7 +128,7 @@ def test_only_and_overwrite(run, tmp_path):
         (["--device", "cpu", "--allow-cpu"], "--hardware: a CPU run needs the preset"),
         ([*CPU, "--only", "gemm,bogus"], "--only: unknown suite 'bogus'"),
         (["--device", "tpu"], "--device: unknown device 'tpu'"),
-        (["--device", "cpu", "--allow-cpu", "--hardware", "b200-8"], "--hardware: unknown preset 'b200-8'"),
+        (["--device", "cpu", "--allow-cpu", "--hardware", "x999-8"], "--hardware: unknown preset 'x999-8'"),
         ([*CPU, "--budget", "0"], "--budget: must be > 0"),
         ([*CPU, "--tag", "a b"], "--tag: 'a b' must be letters"),
         ([*CPU, "--blocks", "1,0"], "--blocks: '0' is not a whole number of thread blocks >= 1"),

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import statistics
 
-from t3 import api
-from t3.config.hardware import load_hardware
 from t3.validation import load_dataset
+from t3.validation.runner import Predictor
 
 GRID = [round(0.1 * i, 1) for i in range(0, 151)]  # us: 0 ... 15
 MiB = 1 << 20
@@ -29,15 +28,10 @@ def rows():
 
 
 def predict(r, loop_s: float) -> tuple[float, str]:
-    """(relative error of the predicted bus bandwidth, algorithm) with ``nvls_loop_s`` = loop_s."""
-    w = r.workload
-    hw = load_hardware(r.hardware, {"collective.nvls_loop_s": loop_s})
-    x = api.collective("all_reduce", w["nbytes"], gpus=w["gpus"], hardware=hw, algo=w["algo"],
-                       gpus_per_thread=w["gpus_per_thread"])  # fmt: skip
-    t = x["device_s"] if w["timing"] == "device" else x["time_s"]
-    if r.unit == "us":
-        return r.measured * 1e-6 / t - 1, x["algo"]  # busbw error = measured time / predicted time - 1
-    return x["busbw_Bps"] * x["time_s"] / t / 1e9 / r.measured - 1, x["algo"]
+    """(relative error of the predicted bus bandwidth, algorithm) with ``nvls_loop_s`` = loop_s: the row
+    predicted as ``t3 validate`` predicts it, on the overridden preset."""
+    o = Predictor({"collective.nvls_loop_s": loop_s}).predict(r)
+    return o.error, o.detail["algo"]
 
 
 def main() -> None:

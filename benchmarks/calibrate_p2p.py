@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import statistics
 
-from t3 import api
-from t3.config.hardware import load_hardware
 from t3.validation import load_dataset
+from t3.validation.runner import Predictor
 
 GRID = [round(6.0 + 0.05 * i, 2) for i in range(161)]  # GB/s: 6.0 ... 14.0
 
@@ -28,14 +27,10 @@ def rows():
     return sorted(out, key=lambda r: (r.workload["gpus"], r.workload["nbytes"]))
 
 
-def busbw_GBps(r, hw) -> float:
-    w = r.workload
-    x = api.collective("all_to_all", w["nbytes"], gpus=w["gpus"], hardware=hw)
-    return x["busbw_Bps"] / 1e9
-
-
-def measured_GBps(r) -> float:
-    return r.published["busbw_GBps"]
+def outcome(r, gbps: float):
+    """The row predicted as ``t3 validate`` predicts it, with ``p2p_connection_Bps`` = gbps GB/s (0: no
+    limit); measured and predicted in GB/s of bus bandwidth."""
+    return Predictor({"collective.p2p_connection_Bps": gbps * 1e9}).predict(r)
 
 
 def main() -> None:
@@ -44,19 +39,17 @@ def main() -> None:
     print(f"{len(rs)} all-to-all rows of h100-8 (xxrjun), {len(cal)} of them calibration")
     best = None
     for gbps in GRID:
-        hw = load_hardware("h100-8", {"collective.p2p_connection_Bps": gbps * 1e9})
-        med = statistics.median(abs(busbw_GBps(r, hw) / measured_GBps(r) - 1) for r in cal)
+        med = statistics.median(abs(outcome(r, gbps).error) for r in cal)
         if best is None or med < best[0] - 1e-12:
             best = (med, gbps)
     med, gbps = best
     print(f"p2p_connection_Bps = {gbps:g}e9 B/s: median |error| {100 * med:.2f} % on the calibration rows")
-    hw = load_hardware("h100-8", {"collective.p2p_connection_Bps": gbps * 1e9})
-    off = load_hardware("h100-8", {"collective.p2p_connection_Bps": 0.0})
     print(f"{'row':34s} {'role':12s} {'measured':>9s} {'predicted':>10s} {'error':>8s} {'no limit':>9s}")
     for r in rs:
-        m, p, q = measured_GBps(r), busbw_GBps(r, hw), busbw_GBps(r, off)
+        o, off = outcome(r, gbps), outcome(r, 0.0)
         print(
-            f"{r.id:34s} {r.role:12s} {m:6.1f} GB/s {p:6.1f} GB/s {100 * (p / m - 1):+7.1f} % {100 * (q / m - 1):+7.1f} %"
+            f"{r.id:34s} {r.role:12s} {o.measured:6.1f} GB/s {o.predicted:6.1f} GB/s {100 * o.error:+7.1f} %"
+            f" {100 * off.error:+7.1f} %"
         )
 
 

@@ -213,3 +213,23 @@ def test_duplicate_ids_and_missing_files(tmp_path):
         load_dataset([tmp_path / "nope.toml"])
     with pytest.raises(DatasetError, match="not valid TOML"):
         parse_rows("[[row]\nid=", "bad.toml")
+
+
+def test_a_predictor_with_overrides_predicts_on_the_overridden_preset(rows):
+    """Calibration scripts predict rows through Predictor(overrides): the same call t3 validate makes, on the
+    preset with the overrides applied (here NVLS's per-loop cost off: a 32 MiB NVLS row gets faster)."""
+    from t3 import api
+    from t3.config.hardware import load_hardware
+    from t3.validation.runner import Predictor
+
+    r = next(x for x in rows if x.id == "h100-ar-32MiB-g8-xxrjun")
+    base, off = Predictor().predict(r), Predictor({"collective.nvls_loop_s": 0.0}).predict(r)
+    assert base.detail["algo"].startswith("nvls") and off.predicted > base.predicted
+    w = r.workload
+    x = api.collective(
+        "all_reduce",
+        w["nbytes"],
+        gpus=w["gpus"],
+        hardware=load_hardware("h100-8", {"collective.nvls_loop_s": 0.0}),
+    )
+    assert off.detail["time_s"] == x["time_s"]

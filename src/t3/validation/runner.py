@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from t3 import api
+from t3.config.hardware import load_hardware
 from t3.validation.conventions import ABSOLUTE_ERROR, COMPARED_UNIT, measured_compared
 from t3.validation.dataset import CATEGORIES, ROLES, DatasetError, Row
 
@@ -66,14 +67,27 @@ def _sign(ratio: float) -> int:
 
 
 class Predictor:
-    """Predicts rows through ``t3.api``, remembering each distinct call (rows share baselines)."""
+    """Predicts rows through ``t3.api``, remembering each distinct call (rows share baselines).
+    ``overrides``: dotted preset values applied to every row's preset (a calibration script's grid point,
+    e.g. ``{"collective.nvls_loop_s": 4.8e-6}``); the rows are then predicted exactly as ``t3 validate``
+    predicts them, on the overridden presets."""
 
-    def __init__(self) -> None:
+    def __init__(self, overrides: dict[str, Any] | None = None) -> None:
         self._memo: dict[tuple, dict[str, Any]] = {}
+        self._overrides = dict(overrides or {})
+        self._hardware: dict[str, Any] = {}
 
     def _call(self, fn: Callable[..., dict[str, Any]], **kw: Any) -> dict[str, Any]:
-        key = (fn.__name__, tuple(sorted(kw.items())))
+        key = (
+            fn.__name__,
+            tuple(sorted(kw.items())),
+        )  # (keyed by the preset's name: one overrides per Predictor)
         if key not in self._memo:
+            if self._overrides:
+                name = kw["hardware"]
+                if name not in self._hardware:
+                    self._hardware[name] = load_hardware(name, self._overrides)
+                kw["hardware"] = self._hardware[name]
             self._memo[key] = fn(**kw)
         return self._memo[key]
 

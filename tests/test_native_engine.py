@@ -1,7 +1,7 @@
 """The compiled engine core (:mod:`t3.sim._native`) against its oracle, the Python engine: the same
 start and end of every op, makespan and event count, bit for bit, on random schedules (memory
-resources with turnaround and loaded latency, closed streams, priority levels, caps, delays) and on
-the FiCCO schedules in every mode; the schedules it does not cover run in Python; a deadlock is named
+resources with turnaround and loaded latency, closed streams, priority levels, caps, delays,
+semaphores, memory-controller arbitration) and on the FiCCO, T3 and T3-MCA schedules in every mode; the schedules it does not cover run in Python; a deadlock is named
 as the Python engine names it; the installed core is built from the current source."""
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 import t3.sim.engine as engine
 from t3.config.hardware import load_hardware
 from t3.ficco.space import FiccoOperator, enumerate_space
+from t3.hardware.mca import McaPolicy
 from t3.schedules.ficco import ficco_schedule
 from t3.sim.engine import DeadlockError, Engine
 from t3.sim.memory import HbmTiming
-from t3.sim.schedule import Op, Policy, Resource, Schedule
+from t3.sim.schedule import Op, Policy, Resource, Schedule, Semaphore
 
 FORCED_PYTHON = os.environ.get("T3_ENGINE") == "python"
 needs_native = pytest.mark.skipif(FORCED_PYTHON, reason="T3_ENGINE=python: the compiled core is off")
@@ -51,6 +52,20 @@ def _both(sched: Schedule):
     return a, b
 
 
+def _both_or_deadlock(sched: Schedule):
+    """:func:`_both`, or None when the Python engine names a deadlock (semaphore units given back by an
+    op that waits, through its dependencies, for them): the compiled run then names the same one."""
+    try:
+        engine._FILLS.clear()
+        Engine(native=False).run(sched)
+    except DeadlockError as e:
+        with pytest.raises(DeadlockError) as got:
+            Engine().run(sched)
+        assert (str(got.value), got.value.kind, got.value.names) == (str(e), e.kind, e.names)
+        return None
+    return _both(sched)
+
+
 def _same(a, b) -> None:
     assert b.events == a.events
     assert b.makespan == a.makespan
@@ -59,7 +74,7 @@ def _same(a, b) -> None:
 
 
 @st.composite
-def schedules(draw, dispatch: bool = False):
+def schedules(draw, dispatch: bool = False, sems: bool = False, mca: bool = False):
     n_res = draw(st.integers(1, 4))
     res = []
     for r in range(n_res):
@@ -67,9 +82,19 @@ def schedules(draw, dispatch: bool = False):
         timing = None
         if draw(st.booleans()):  # a memory: turnaround, loaded latency
             timing = HbmTiming(
-                draw(st.floats(0.0, 2.0)), draw(st.floats(0.01, 0.5)), draw(st.floats(0.0, 0.5))
-            )
-        res.append(Resource(f"r{r}", cap, "hbm" if timing else "cu", 0, Policy(), timing))
+                draw(st.floats(0.0, 2.0)), draw(st.floats(0.01, 0.5)), draw(st.floats(0.0, 0.5)),
+                queue_entries=draw(st.sampled_from([1, 4, 64])), channels=draw(st.sampled_from([1, 2])),
+                entry_bytes=draw(st.sampled_from([1, 8])),
+            )  # fmt: skip
+        policy = Policy()
+        if mca and timing is not None and draw(st.integers(0, 3)):  # arbitration: gate and starvation share
+            policy = McaPolicy(draw(st.floats(0.0, 1.0)), draw(st.floats(0.0, 0.5)), timing)
+        res.append(Resource(f"r{r}", cap, "hbm" if timing else "cu", 0, policy, timing))
+    semaphores = (
+        [Semaphore(f"s{k}", draw(st.integers(1, 3)), 0) for k in range(draw(st.integers(1, 2)))]
+        if sems
+        else []
+    )
     n = draw(st.integers(1, 14))
     ops = []
     for i in range(n):
@@ -87,7 +112,23 @@ def schedules(draw, dispatch: bool = False):
         if dispatch:  # block dispatch on one or two CU pools (any resource serves as the pool)
             ops[-1].admit = draw(st.sampled_from([-1, -1, 0, n_res - 1]))
             ops[-1].fills = draw(st.sampled_from([-1, -1, 0, n_res - 1]))
-    return Schedule("random", ops, res, 1, [0])
+    if semaphores:  # units taken by some ops, given back by themselves or by a later op that needs them
+        # (and takes none: a giver never waits, so nothing waits forever)
+        takers = set()
+        for op in ops:
+            if op.id in takers or not draw(st.booleans()):
+                continue
+            k = draw(st.integers(0, len(semaphores) - 1))
+            u = draw(st.integers(1, semaphores[k].capacity + 1))  # (more than the capacity: runs alone)
+            op.acquire = [(k, u)]
+            takers.add(op.id)
+            later = [o for o in ops[op.id + 1 :] if o.id not in takers and not o.acquire]
+            giver = draw(st.sampled_from([op, *later]))
+            if giver is not op:
+                giver.deps = sorted({*giver.deps, op.id})
+            giver.release = [*giver.release, (k, u)]
+            takers.add(giver.id)
+    return Schedule("random", ops, res, 1, [0], semaphores=semaphores)
 
 
 @needs_native
@@ -107,6 +148,32 @@ def test_random_schedules_with_block_dispatch_bit_for_bit(sched):
     assert sched.__dict__["_engine_static"][5] is not None
     _same(a, b)
     assert b.meta == a.meta  # the dispatch waits and their total time, or nothing where none waited
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(schedules(sems=True, dispatch=True))
+def test_random_schedules_with_semaphores_bit_for_bit(sched):
+    both = _both_or_deadlock(sched)
+    assert sched.__dict__["_engine_static"][5] is not None
+    if both is None:
+        return
+    a, b = both
+    _same(a, b)
+    assert b.meta == a.meta  # per semaphore its peak, waits and their total time; the dispatch waits
+
+
+@needs_native
+@settings(max_examples=300, deadline=None)
+@given(schedules(mca=True, sems=True))
+def test_random_schedules_with_memory_arbitration_bit_for_bit(sched):
+    both = _both_or_deadlock(sched)
+    assert sched.__dict__["_engine_static"][5] is not None
+    if both is None:
+        return
+    a, b = both
+    _same(a, b)
+    assert b.meta == a.meta
 
 
 @needs_native
@@ -152,6 +219,44 @@ def test_ficco_schedules_bit_for_bit_in_every_mode(case):
         a, b = _both(sched)
         assert sched.__dict__["_engine_static"][5] is not None
         _same(a, b)
+
+
+def _t3_schedules(cfg: str, model: str, tp: int, sublayer: str, symmetric: bool) -> list[Schedule]:
+    """The schedules a T3 configuration simulates for one sublayer (caught on their way to the engine)."""
+    from t3.schedules import RunOptions, get_config
+    from t3.workload import get_model, sublayer_operator
+
+    seen: list[Schedule] = []
+    orig = Engine.run
+
+    def catch(self, sched):
+        seen.append(sched)
+        return orig(self, sched)
+
+    Engine.run = catch
+    try:
+        op = sublayer_operator(get_model(model), sublayer, tp)
+        get_config(cfg).run(op, load_hardware("paper-80cu"), RunOptions(symmetric=symmetric))
+    finally:
+        Engine.run = orig
+    return seen
+
+
+@needs_native
+@pytest.mark.parametrize("cfg", ["t3", "t3-mca"])
+@pytest.mark.parametrize(
+    "case", [("t-nlg", 8, "fc2", True), ("gpt-3", 32, "ip-bwd", True), ("t-nlg", 16, "op", False)]
+)
+def test_t3_schedules_bit_for_bit(cfg, case):
+    """T3's tracker (semaphores) and T3-MCA's arbitration run in the compiled core, with the Python
+    engine's results and semaphore statistics."""
+    scheds = _t3_schedules(cfg, *case)
+    assert scheds
+    for sched in scheds:
+        a, b = _both(sched)
+        assert sched.__dict__["_engine_static"][5] is not None
+        _same(a, b)
+        assert b.meta == a.meta
 
 
 class _Halves(Policy):

@@ -61,6 +61,20 @@ class McaPolicy(Policy):
         rho_star = 2.0 * self.threshold * (1.0 - rho_g) * qbytes / (gemm_Bps * t.service_s)
         return rho_star * capacity
 
+    def compiled(self) -> tuple | None:
+        """``(1, threshold, starvation share, queue bytes, service time)``: the compiled engine core
+        runs this policy with the same arithmetic (None for a subclass that changes it)."""
+        t = type(self)
+        if (t.available, t.admitted, t.latency) != (
+            McaPolicy.available,
+            McaPolicy.admitted,
+            McaPolicy.latency,
+        ):
+            return None
+        tm = self.timing
+        qbytes = tm.queue_entries * tm.channels * tm.entry_bytes
+        return (1, float(self.threshold), float(self.starvation_share), float(qbytes), float(tm.service_s))
+
     def latency(self, timing: HbmTiming, capacity: float, level: int, flows: dict[int, float]) -> float:
         rho = sum(flows.values()) / capacity
         rho_g = flows.get(0, 0.0) / capacity

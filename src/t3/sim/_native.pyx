@@ -2,9 +2,11 @@
 """Compiled core of :class:`t3.sim.engine.Engine`: the same event loop, progressive filling and memory
 model as the Python engine, statement for statement, on C arrays.
 
-It runs the schedules whose resources all use the default policy (one pool, first come) and whose
-ops have no callbacks and take no semaphore, without tracing, seed or jitter; :meth:`Engine.run` runs
-every other schedule in Python. Every floating-point operation is the Python engine's, in the same
+It runs the schedules whose resources use the default policy (one pool, first come) or memory-controller
+arbitration (:class:`t3.hardware.mca.McaPolicy`, as :meth:`Policy.compiled` describes it), with
+semaphores (T3's tracker), priority levels and block dispatch, and whose ops have no callbacks (the
+functional mode), without tracing, seed or jitter; :meth:`Engine.run` runs every other schedule in
+Python. Every floating-point operation is the Python engine's, in the same
 order, and the allocations are memoised under the same keys in the same tables (``_amemo`` per run,
 the process-wide fills of :mod:`t3.sim.engine`), so a result is the Python engine's bit for bit
 (``tests/test_native_engine.py`` compares them). A run that cannot finish is handed back (``None``):
@@ -85,6 +87,23 @@ cdef class Static:
     cdef int *fillr
     cdef list sig
     cdef object rkey
+    # semaphores (Schedule.semaphores): capacities; per op the (semaphore, units) it acquires / releases
+    cdef int nsem
+    cdef int *sem_cap
+    cdef int *acq_off
+    cdef int *acq_s
+    cdef int *acq_u
+    cdef int *rel_off
+    cdef int *rel_s
+    cdef int *rel_u
+    # resource policies (Policy.compiled): 0 the default, 1 memory-controller arbitration (McaPolicy:
+    # threshold, starvation share, queue bytes, service time); policed: any resource not the default
+    cdef int policed
+    cdef int *pol
+    cdef double *pol_thr
+    cdef double *pol_share
+    cdef double *pol_qb
+    cdef double *pol_serv
 
     def __cinit__(self):
         self.n = 0
@@ -110,12 +129,17 @@ cdef class Static:
         free(self.q_m)
         free(self.admit)
         free(self.fillr)
+        cdef void* qs[13]
+        qs[:] = [self.sem_cap, self.acq_off, self.acq_s, self.acq_u, self.rel_off, self.rel_s, self.rel_u,
+                 self.pol, self.pol_thr, self.pol_share, self.pol_qb, self.pol_serv, NULL]
+        for p in qs:
+            free(p)
 
 
-def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
-    """The schedule's :class:`Static`, or None when the Python engine must run it (callbacks,
-    semaphores, too many priority levels; the caller checks that every resource has the default
-    policy). What it derives is what ``t3.sim.engine._static`` and :class:`Allocator` derive (children,
+def prepare(sched, list pols, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
+    """The schedule's :class:`Static`, or None when the Python engine must run it (callbacks, too many
+    priority levels; the caller checks that every resource's policy is one the core implements and
+    gives their descriptions, ``pols``, from :meth:`Policy.compiled`). What it derives is what ``t3.sim.engine._static`` and :class:`Allocator` derive (children,
     static maximum rates, per-op preparation), and the signatures and resource key are numbered in the
     same process-wide tables (``sigs``, ``rkeys``) with the same counters, so the memoised fillings
     are shared with the Python engine."""
@@ -124,17 +148,18 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
     cdef double x, a, w, rd, c0, v, c
     ops = sched.ops
     res = sched.resources
-    if sched.semaphores:
-        return None
+    cdef int na = 0, nr = 0
     prios = set()
     nd = nk = nq = 0
     for op in ops:
-        if op.on_start is not None or op.on_finish is not None or op.acquire or op.release:
+        if op.on_start is not None or op.on_finish is not None:
             return None
         prios.add(op.prio)
         nd += len(op.demands)
         nk += len(op.deps)
         nq += len(op.caps)
+        na += len(op.acquire)
+        nr += len(op.release)
     if len(prios) > MAX_LEVELS:
         return None
     n = len(ops)
@@ -182,6 +207,42 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
     st.fillr = <int*>_alloc(n * sizeof(int))
     for i in range(n):
         st.admit[i], st.fillr[i] = ops[i].admit, ops[i].fills
+    sems = sched.semaphores
+    st.nsem = len(sems)
+    st.sem_cap = <int*>_alloc(st.nsem * sizeof(int))
+    for k in range(st.nsem):
+        st.sem_cap[k] = sems[k].capacity
+    st.acq_off = <int*>_alloc((n + 1) * sizeof(int))
+    st.acq_s = <int*>_alloc(na * sizeof(int))
+    st.acq_u = <int*>_alloc(na * sizeof(int))
+    st.rel_off = <int*>_alloc((n + 1) * sizeof(int))
+    st.rel_s = <int*>_alloc(nr * sizeof(int))
+    st.rel_u = <int*>_alloc(nr * sizeof(int))
+    na = nr = 0
+    for i in range(n):
+        st.acq_off[i], st.rel_off[i] = na, nr
+        for ss, uu in ops[i].acquire:
+            st.acq_s[na], st.acq_u[na] = ss, uu
+            na += 1
+        for ss, uu in ops[i].release:
+            st.rel_s[nr], st.rel_u[nr] = ss, uu
+            nr += 1
+    st.acq_off[n], st.rel_off[n] = na, nr
+    st.pol = <int*>_alloc(nres * sizeof(int))
+    st.pol_thr = <double*>_alloc(nres * sizeof(double))
+    st.pol_share = <double*>_alloc(nres * sizeof(double))
+    st.pol_qb = <double*>_alloc(nres * sizeof(double))
+    st.pol_serv = <double*>_alloc(nres * sizeof(double))
+    st.policed = 0
+    for r in range(nres):
+        pd = pols[r]
+        st.pol[r] = pd[0]
+        st.pol_thr[r] = st.pol_share[r] = st.pol_qb[r] = st.pol_serv[r] = 0.0
+        if pd[0] == 1:
+            st.pol_thr[r], st.pol_share[r], st.pol_qb[r], st.pol_serv[r] = pd[1], pd[2], pd[3], pd[4]
+            st.policed = 1
+        elif pd[0] != 0:
+            raise ValueError(f"resource {r}: a policy the compiled core does not know: {pd!r}")
     st.any_excl = 0
     st.any_mem = 0
     caps_l = []
@@ -201,14 +262,18 @@ def prepare(sched, dict sigs, sig_numbers, dict rkeys, rkey_numbers):
             st.turn[r], st.lat0[r], st.serv[r] = t.turnaround, t.latency_s, t.service_s
         else:
             st.turn[r] = st.lat0[r] = st.serv[r] = 0.0
-    # the resource key (Allocator.__init__): capacities and memory timings, numbered process-wide
-    rt = tuple(zip(caps_l, timings, strict=True))
-    rk = rkeys.get(rt)
-    if rk is None:
-        if len(rkeys) > 10_000:
-            rkeys.clear()  # numbers go on: one held by a live allocator is never given again
-        rk = rkeys[rt] = next(rkey_numbers)
-    st.rkey = rk
+    # the resource key (Allocator.__init__): capacities and memory timings, numbered process-wide; None
+    # with a policy other than the default (no fillings shared across schedules, as in Python)
+    if st.policed:
+        st.rkey = None
+    else:
+        rt = tuple(zip(caps_l, timings, strict=True))
+        rk = rkeys.get(rt)
+        if rk is None:
+            if len(rkeys) > 10_000:
+                rkeys.clear()  # numbers go on: one held by a live allocator is never given again
+            rk = rkeys[rt] = next(rkey_numbers)
+        st.rkey = rk
     if len(sigs) > 1_000_000:
         sigs.clear()  # (as Allocator.__init__)
     sig = []
@@ -345,6 +410,56 @@ cdef inline double _latency(double lat0, double serv, double rho):
     return lat0 + serv * rho / (2.0 * (1.0 - rho))
 
 
+cdef inline double _pymax(double a, double b):
+    # Python's max(a, b): a unless b is larger
+    return b if b > a else a
+
+
+cdef inline double _pymin(double a, double b):
+    # Python's min(a, b): a unless b is smaller
+    return b if b < a else a
+
+
+cdef double _available(Static st, int r, double capacity, double remaining, int level,
+                       double lower) except? -1.0:
+    """Policy.available of resource ``r``: the default policy's ``remaining``, or McaPolicy.available
+    (with McaPolicy.admitted), the same arithmetic in the same order."""
+    cdef double s, fl, x_g, rho_g, adm
+    if st.pol[r] == 0:
+        return remaining
+    s = st.pol_share[r] * capacity
+    if level == 0:  # the GEMM leaves the starvation share (or what communication asks, if less)
+        return _pymax(0.0, remaining - _pymin(s, lower))
+    fl = _pymin(remaining, s)
+    x_g = capacity - remaining
+    if x_g <= 0:
+        return remaining
+    rho_g = x_g / capacity  # McaPolicy.admitted(capacity, x_g)
+    if rho_g >= 1:
+        adm = x_g
+    elif st.pol_serv[r] <= 0:
+        adm = INF
+    else:
+        adm = 2.0 * st.pol_thr[r] * (1.0 - rho_g) * st.pol_qb[r] / (x_g * st.pol_serv[r]) * capacity
+    return _pymax(fl, _pymin(remaining, adm - x_g))
+
+
+cdef double _pol_latency(Static st, int r, double capacity, int level, double tot, double g0) except? -1.0:
+    """Policy.latency of memory ``r`` for requests of ``level`` when its levels move ``tot`` in all,
+    ``g0`` of it level 0's: the default policy (everyone waits behind all) or McaPolicy.latency."""
+    cdef double rho = tot / capacity, rho_g
+    if st.pol[r] == 0:
+        return _latency(st.lat0[r], st.serv[r], rho)
+    rho_g = g0 / capacity
+    if rho_g >= 1.0:
+        return INF
+    if level == 0:
+        return st.lat0[r] + st.serv[r] * rho / (2.0 * (1.0 - rho_g))
+    if rho >= 1.0:
+        return INF
+    return st.lat0[r] + st.serv[r] * rho / (2.0 * (1.0 - rho_g) * (1.0 - rho))
+
+
 cdef class Run:
     """One run's state and scratch arrays."""
 
@@ -423,6 +538,20 @@ cdef class Run:
     cdef double disp_wait_s
     cdef bint held_changed
     cdef object hkey
+    # semaphores (Engine.run's held, peak, waits, wait_s, queues, since, granted): units held, their
+    # peak, the ops that waited and their total wait per semaphore; per semaphore a FIFO of waiting ops
+    # (head, tail; next per op), per op since when it waits and whether its units were granted
+    cdef int *held
+    cdef int *peak
+    cdef long *swaits
+    cdef double *swait_s
+    cdef int *sq_head
+    cdef int *sq_tail
+    cdef int *sq_next
+    cdef double *since
+    cdef char *granted
+    # the filling's demand of the lower priority levels per resource (Allocator._fill's ``lower``)
+    cdef double *lower
 
     def __cinit__(self, Static st, dict fills):
         cdef int n = st.n, nres = st.nres
@@ -439,7 +568,8 @@ cdef class Run:
         self.heap_t = <double*>_alloc(n * sizeof(double))
         self.heap_s = <long long*>_alloc(n * sizeof(long long))
         self.heap_i = <int*>_alloc(n * sizeof(int))
-        self.work = <int*>_alloc((4 * n + 1) * sizeof(int))  # begin (twice if it waited), enter, finish
+        # begin (once more after waiting for CUs, once more after waiting for a semaphore), enter, finish
+        self.work = <int*>_alloc((5 * n + 1) * sizeof(int))
         self.capx = <double*>_alloc(n * sizeof(double))
         self.avail = <double*>_alloc(nres * sizeof(double))
         self.avail_st = <int*>_alloc(nres * sizeof(int))
@@ -481,6 +611,17 @@ cdef class Run:
         self.aq_next = <int*>_alloc(n * sizeof(int))
         self.admitted = <char*>_alloc(n * sizeof(char))
         self.aq_since = <double*>_alloc(n * sizeof(double))
+        cdef int ns = st.nsem
+        self.held = <int*>_alloc(ns * sizeof(int))
+        self.peak = <int*>_alloc(ns * sizeof(int))
+        self.swaits = <long*>_alloc(ns * sizeof(long))
+        self.swait_s = <double*>_alloc(ns * sizeof(double))
+        self.sq_head = <int*>_alloc(ns * sizeof(int))
+        self.sq_tail = <int*>_alloc(ns * sizeof(int))
+        self.sq_next = <int*>_alloc(n * sizeof(int))
+        self.since = <double*>_alloc(n * sizeof(double))
+        self.granted = <char*>_alloc(n * sizeof(char))
+        self.lower = <double*>_alloc(nres * sizeof(double))
         cdef int i
         for i in range(nres):
             self.avail_st[i] = self.load_st[i] = self.sat_st[i] = self.ask_st[i] = 0
@@ -509,6 +650,11 @@ cdef class Run:
                  self.root_st, self.gid, self.inuse, self.reserved, self.capc, self.filling, self.aq_head,
                  self.aq_tail, self.aq_next, self.admitted, self.aq_since]
         for p in ps:
+            free(p)
+        cdef void* qs[10]
+        qs[:] = [self.held, self.peak, self.swaits, self.swait_s, self.sq_head, self.sq_tail, self.sq_next,
+                 self.since, self.granted, self.lower]
+        for p in qs:
             free(p)
 
     # ---- the heap of delays: (time, sequence number, op), as heapq orders the tuples -------------
@@ -559,8 +705,8 @@ cdef class Run:
     # ---- work items: (op << 2) | what, what: 0 = begin, 1 = enter (delay over), 2 = finish --------
     cdef bint _process(self, long long *seq):
         cdef Static st = self.st
-        cdef bint changed = False
-        cdef int w, i, what, k, c, p
+        cdef bint changed = False, wait
+        cdef int w, i, what, k, c, p, s0
         cdef double d
         while True:
             while self.whead < self.wtail:
@@ -583,6 +729,24 @@ cdef class Run:
                             self.disp_waits += 1
                             continue
                         self.admitted[i] = 1
+                    if st.acq_off[i + 1] > st.acq_off[i] and not self.granted[i]:
+                        # units first come, first served: wait behind any waiting op or for free units
+                        s0 = st.acq_s[st.acq_off[i]]
+                        wait = not self._fits(i)
+                        for k in range(st.acq_off[i], st.acq_off[i + 1]):
+                            if self.sq_head[st.acq_s[k]] >= 0:
+                                wait = True
+                        if wait:
+                            self.sq_next[i] = -1
+                            if self.sq_head[s0] < 0:
+                                self.sq_head[s0] = i
+                            else:
+                                self.sq_next[self.sq_tail[s0]] = i
+                            self.sq_tail[s0] = i
+                            self.since[i] = self.now
+                            self.swaits[s0] += 1
+                            continue
+                        self._take(i)
                     self.start[i] = self.now
                     if st.fillr[i] >= 0:
                         self.filling[st.fillr[i]] += 1
@@ -617,6 +781,10 @@ cdef class Run:
                         if self.inuse[c] == 0:
                             self.reserved[st.parent[c]] -= st.cap[c]
                             self.held_changed = changed = True
+                    if st.rel_off[i + 1] > st.rel_off[i]:
+                        for k in range(st.rel_off[i], st.rel_off[i + 1]):
+                            self.held[st.rel_s[k]] -= st.rel_u[k]
+                        self._drain()
                     for k in range(st.kid_off[i], st.kid_off[i + 1]):
                         c = st.kids[k]
                         self.indeg[c] -= 1
@@ -626,6 +794,40 @@ cdef class Run:
             if not (self.aq_n and self._admit_next()):
                 return changed
             changed = True
+
+    cdef inline bint _fits(self, int i):
+        # Engine.run's fits: every unit the op asks is free (or nothing of that semaphore is held)
+        cdef Static st = self.st
+        cdef int k, s
+        for k in range(st.acq_off[i], st.acq_off[i + 1]):
+            s = st.acq_s[k]
+            if not (self.held[s] == 0 or self.held[s] + st.acq_u[k] <= st.sem_cap[s]):
+                return False
+        return True
+
+    cdef inline void _take(self, int i):
+        # Engine.run's take
+        cdef Static st = self.st
+        cdef int k, s
+        self.granted[i] = 1
+        for k in range(st.acq_off[i], st.acq_off[i + 1]):
+            s = st.acq_s[k]
+            self.held[s] += st.acq_u[k]
+            if self.held[s] > self.peak[s]:
+                self.peak[s] = self.held[s]
+
+    cdef void _drain(self):
+        # Engine.run's drain: each semaphore's waiting ops in order while the first one's units are free
+        cdef Static st = self.st
+        cdef int s, i
+        for s in range(st.nsem):
+            while self.sq_head[s] >= 0 and self._fits(self.sq_head[s]):
+                i = self.sq_head[s]
+                self.sq_head[s] = self.sq_next[i]
+                self.swait_s[st.acq_s[st.acq_off[i]]] += self.now - self.since[i]
+                self._take(i)
+                self.work[self.wtail] = i << 2
+                self.wtail += 1
 
     cdef bint _admit_next(self):
         # Engine.run's admit_next: the first waiting kernel of the first pool (by index) nothing fills
@@ -670,6 +872,8 @@ cdef class Run:
             for k in range(off[i], off[i + 1]):
                 r = dr[k]
                 av = cap[r] - 0.0
+                if st.pol[r]:
+                    av = _available(st, r, cap[r], av, st.prio[i], 0.0)
                 s = av / xa_[k]
                 if s < step:
                     step = s
@@ -681,7 +885,10 @@ cdef class Run:
             if not frozen:
                 for k in range(off[i], off[i + 1]):
                     r = dr[k]
-                    if (cap[r] - 0.0) - step * xa_[k] <= 1e-12 * cap[r]:
+                    av = cap[r] - 0.0
+                    if st.pol[r]:
+                        av = _available(st, r, cap[r], av, st.prio[i], 0.0)
+                    if av - step * xa_[k] <= 1e-12 * cap[r]:
                         frozen = True
                         break
             if frozen:
@@ -716,9 +923,19 @@ cdef class Run:
                         self.lvl_ops[nn] = act[k]
                         nn += 1
                 lcount[q] = nn - lstart[q]
-        # used: every resource starts at 0.0 (``used.get(r, 0.0)``)
+        # used: every resource starts at 0.0 (``used.get(r, 0.0)``); with a policy, what the levels below
+        # the first ask at their maximum rates (``lower``)
         for r in range(self.nres):
             self.used[r] = 0.0
+        if st.policed:
+            for r in range(self.nres):
+                self.lower[r] = 0.0
+            if not single:
+                for k in range(na):
+                    i = act[k]
+                    if st.prio[i] != levels[0]:
+                        for li in range(off[i], off[i + 1]):
+                            self.lower[dr[li]] += xa_[li]
         cdef int *group
         cdef int ng
         cdef int *unf
@@ -729,6 +946,11 @@ cdef class Run:
                 group, ng = act, na
             else:
                 group, ng = self.lvl_ops + lstart[q], lcount[q]
+            if st.policed and q != 0:  # this level no longer counts as lower
+                for k in range(ng):
+                    i = group[k]
+                    for li in range(off[i], off[i + 1]):
+                        self.lower[dr[li]] -= xa_[li]
             self.stamp += 1
             gi = self.stamp  # avail and lim markers of this level
             for k in range(ng):
@@ -742,7 +964,12 @@ cdef class Run:
                     r = dr[li]
                     if self.avail_st[r] != gi:
                         self.avail_st[r] = gi
-                        self.avail[r] = cap[r] - self.used[r]
+                        if st.pol[r] == 0:
+                            self.avail[r] = cap[r] - self.used[r]
+                        else:
+                            ld = self.lower[r]
+                            self.avail[r] = _available(st, r, cap[r], cap[r] - self.used[r], levels[q],
+                                                       ld if ld > 1e-12 * cap[r] else 0.0)
             t = 0.0
             unf = group
             nu = ng
@@ -962,12 +1189,15 @@ cdef class Run:
             over = flow > cap[r] * (1 + 1e-9)
             for j in range(nlv):
                 lv = lvs[j]
-                # Policy.latency: timing.latency(sum(flows.values()) / capacity)
+                # Policy.latency(timing, cap, lv, by_level): sum(flows.values()), flows.get(0, 0.0)
                 s = 0.0
+                u = 0.0
                 idx = r * MAX_LEVELS
                 for q in range(self.bln[r]):
                     s = s + self.blv[idx + q]
-                lat = _latency(st.lat0[r], st.serv[r], s / cap[r])
+                    if self.blk[idx + q] == 0:
+                        u = self.blv[idx + q]
+                lat = _pol_latency(st, r, cap[r], lv, s, u)
                 if not over:
                     ok = True
                     for q in range(nm):
@@ -1093,14 +1323,17 @@ cdef class Run:
     cdef double _h(self, double lat, double *W, double *D, double *K, int nd, double *F, int nb, int pos,
                    double base, double cap, int r):
         # flows[lv] = base + sum(min(d, w / lat) * k ...); policy latency(flows) - lat
-        cdef double s = 0.0, v, tot = 0.0
-        cdef int j
+        cdef double s = 0.0, v, tot = 0.0, g0 = 0.0
+        cdef int j, idx = r * MAX_LEVELS
         for j in range(nd):
             v = W[j] / lat
             s = s + (v if v < D[j] else D[j]) * K[j]
         for j in range(nb):
-            tot = tot + ((base + s) if j == pos else F[j])
-        return _latency(self.st.lat0[r], self.st.serv[r], tot / cap) - lat
+            v = (base + s) if j == pos else F[j]
+            tot = tot + v
+            if self.blk[idx + j] == 0:
+                g0 = v
+        return _pol_latency(self.st, r, cap, self.blk[idx + pos], tot, g0) - lat
 
     # ---- one event (Allocator.allocate, _groups, _allocate_memo) ----------------------------------
     cdef void _allocate_all(self) except *:
@@ -1181,6 +1414,12 @@ cdef class Run:
                 i = act[k]
                 self.rate[i] = hit[sig[i]]
             return
+        if self.st.rkey is None:  # a policy other than the default: filled here, not shared (as in Python)
+            self._allocate(act, na)
+            if len(self.amemo) > 100_000:
+                self.amemo.clear()
+            self.amemo[key] = {sig[act[k]]: self.rate[act[k]] for k in range(na)}
+            return
         if hk is None:
             fkey = (self.st.rkey, *[sig[act[k]] for k in range(na)])
         else:
@@ -1236,6 +1475,13 @@ cdef class Run:
         for k in range(self.nres):
             self.filling[k] = 0
             self.aq_head[k] = -1
+        for i in range(n):
+            self.granted[i] = 0
+        for k in range(st.nsem):
+            self.held[k] = self.peak[k] = 0
+            self.swaits[k] = 0
+            self.swait_s[k] = 0.0
+            self.sq_head[k] = -1
         self.aq_n = 0
         self.disp_waits = 0
         self.disp_wait_s = 0.0
@@ -1296,10 +1542,15 @@ cdef class Run:
         for i in range(n):
             if self.end[i] != self.end[i]:
                 return None  # unfinished ops: the Python engine names them
-        return start, end, events, self.disp_waits, self.disp_wait_s
+        sem = None
+        if st.nsem:
+            sem = ([self.peak[k] for k in range(st.nsem)], [self.swaits[k] for k in range(st.nsem)],
+                   [self.swait_s[k] for k in range(st.nsem)])
+        return start, end, events, self.disp_waits, self.disp_wait_s, sem
 
 
 def run(Static st, dict fills):
-    """``(start, end, events, dispatch waits, their total time)`` of a run, or None when it cannot finish
-    (rerun it in Python)."""
+    """``(start, end, events, dispatch waits, their total time, semaphores)`` of a run (semaphores: None,
+    or their peak units held, waits and total wait, each a list in semaphore order), or None when it
+    cannot finish (rerun it in Python)."""
     return Run(st, fills)._run()

@@ -141,7 +141,8 @@ class Engine:
     under any legal interleaving. With the defaults the engine is fully deterministic.
 
     The compiled core (:mod:`t3.sim._native`, built by ``pip install``) runs the schedules it covers
-    (default resource policies, no callbacks or semaphores) when there is no trace, seed or jitter:
+    (the default and the MCA resource policies, semaphores, priority levels, block dispatch; no
+    callbacks: the functional mode runs here) when there is no trace, seed or jitter:
     the same arithmetic in the same order, so the same result bit for bit, several times faster.
     ``native=False`` (or ``T3_ENGINE=python`` for the whole process) runs the Python loop below."""
 
@@ -167,8 +168,13 @@ class Engine:
         if nat is not None and self.native and not self.trace and self.rng is None and not self.jitter:
             out = _native.run(nat, _FILLS)
             if out is not None:  # (None: it cannot finish; the Python loop below names the deadlock)
-                start, end, events, waits, wait_s = out
+                start, end, events, waits, wait_s, sem = out
                 meta = {"dispatch": {"waits": waits, "wait_s": wait_s}} if waits else {}
+                if sem is not None:
+                    meta["semaphores"] = {
+                        sm.name: {"capacity": sm.capacity, "peak": pk, "waits": sw, "wait_s": ss}
+                        for sm, pk, sw, ss in zip(sched.semaphores, *sem, strict=True)
+                    }
                 return Result(sched, start, end, max(end, default=0.0), events, None, meta)
         if static[0] is None:  # prepared for the compiled core only: the Python loop's part now
             static = sched.__dict__["_engine_static"] = (*_static(sched, native=False)[:5], nat)
@@ -421,10 +427,12 @@ def _static(sched: Schedule, native: bool = True) -> tuple:
     preparation (None where it does not run the schedule). When the core covers the schedule (and
     ``native``), only its preparation is made (the other items are None until a Python run needs them)."""
     nat = None
-    if native and _native is not None and all(_plain(r.policy) for r in sched.resources):
-        nat = _native.prepare(sched, _SIGS, _SIG_NUMBERS, _RKEYS, _RKEY_NUMBERS)
-        if nat is not None:
-            return None, None, None, None, None, nat
+    if native and _native is not None:
+        pols = [_compiled(r.policy) for r in sched.resources]
+        if None not in pols:
+            nat = _native.prepare(sched, pols, _SIGS, _SIG_NUMBERS, _RKEYS, _RKEY_NUMBERS)
+            if nat is not None:
+                return None, None, None, None, None, nat
     ops, res = sched.ops, sched.resources
     n = len(ops)
     inf = math.inf
@@ -505,6 +513,12 @@ def _snapshot(active, ops, res, rate) -> dict[tuple[int, str], float]:
             else:
                 snap[(r, c)] = snap.get((r, c), 0.0) + rate[i] * a
     return snap
+
+
+def _compiled(policy) -> tuple | None:
+    """The policy as the compiled core knows it (:meth:`Policy.compiled`), None where it does not."""
+    f = getattr(policy, "compiled", None)
+    return f() if f is not None else None
 
 
 def _plain(policy) -> bool:

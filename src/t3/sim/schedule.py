@@ -54,6 +54,14 @@ class Policy:
         move ``flows`` (bytes/s by level) out of ``capacity``. First come: everyone waits behind all."""
         return timing.latency(sum(flows.values()) / capacity)
 
+    def compiled(self) -> tuple | None:
+        """The policy as the compiled engine core (:mod:`t3.sim._native`) knows it: ``(0,)`` for this
+        default policy, a tuple naming a policy the core implements and its numbers
+        (:meth:`t3.hardware.mca.McaPolicy.compiled`), None for any other (its schedules run in the
+        Python engine). A subclass that changes :meth:`available` or :meth:`latency` is not the default."""
+        t = type(self)
+        return (0,) if t.available is Policy.available and t.latency is Policy.latency else None
+
 
 @dataclass(slots=True)
 class Resource:

@@ -74,8 +74,10 @@ def _usage_line(err) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the command, turns bad input into one line on stderr and an exit status."""
+    from t3 import _gc
     from t3.provenance import set_command
 
+    _gc.tune()  # (the collector's older generations would rescan the simulator's caches: t3._gc)
     args = sys.argv[1:] if argv is None else list(argv)
     set_command(args)
     try:

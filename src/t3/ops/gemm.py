@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import Counter
 from dataclasses import dataclass
 
 from t3.config.hardware import Hardware, per_hardware
@@ -140,21 +139,10 @@ class GemmPlan:
     def wave_alone_s(self, w: Wave, hw: Hardware) -> tuple[float, float]:
         """(prologue, body) seconds of wave ``w`` alone on the GPU: the closed form of what the engine
         does with :func:`add_gemm`'s two ops (memory model included)."""
-        timing = _timing(hw)
-        cap = hw.hbm.effective_Bps
-        pro = 0.0
-        if w.prologue_bytes > 0:
-            pro = w.prologue_bytes / _stream_rate(timing, cap, w.window_bytes, cap, 1.0)
-        wb = sum(w.write_bytes.values())
-        body_r = w.read_bytes - w.prologue_bytes
-        tot = body_r + wb
-        if tot <= 0:
-            return pro, w.compute_s
-        c_eff = cap * timing.eta(wb / tot)
-        x = _stream_rate(
-            timing, c_eff, w.window_bytes if body_r > 0 else 0.0, tot / w.compute_s, body_r / tot
-        )
-        return pro, max(w.compute_s, tot / x)
+        return _wave_alone_s(
+            _timing(hw), hw.hbm.effective_Bps, w.prologue_bytes, w.window_bytes,
+            sum(w.write_bytes.values()), w.read_bytes, w.compute_s,
+        )  # fmt: skip
 
     def breakdown(self, hw: Hardware) -> dict:
         """The contention-free time's parts (:meth:`alone_s`): the kernel (tile, tiles, waves of
@@ -181,15 +169,37 @@ class GemmPlan:
     def alone_s(self, hw: Hardware, launch: bool = True) -> float:
         """Contention-free time (s) of the whole GEMM alone: launch + every wave's prologue and body."""
         t = hw.compute.kernel_launch_s if launch else 0.0
+        timing, cap = _timing(hw), hw.hbm.effective_Bps
+        seen: dict[tuple, float] = {}  # the waves of a plan repeat the same few situations
         for w in self.waves:
-            p, b = self.wave_alone_s(w, hw)
-            t += p + b
+            key = (w.prologue_bytes, w.window_bytes, sum(w.write_bytes.values()), w.read_bytes, w.compute_s)
+            pb = seen.get(key)
+            if pb is None:
+                p, b = _wave_alone_s(timing, cap, *key)
+                pb = seen[key] = p + b
+            t += pb
         return t
 
 
 def _timing(hw: Hardware) -> HbmTiming:
     h = hw.hbm
     return HbmTiming(h.turnaround, h.latency_s, h.service_s, h.queue_entries, h.channels, h.entry_bytes)
+
+
+def _wave_alone_s(timing, cap, prologue, window, wb, read, compute_s) -> tuple[float, float]:
+    """(prologue, body) seconds of a wave alone (:meth:`GemmPlan.wave_alone_s`) from its numbers: the
+    prologue's reads as a closed stream at full demand, then the body's reads and ``wb`` bytes of writes
+    at the turnaround's rate, no faster than its CU time."""
+    pro = 0.0
+    if prologue > 0:
+        pro = prologue / _stream_rate(timing, cap, window, cap, 1.0)
+    body_r = read - prologue
+    tot = body_r + wb
+    if tot <= 0:
+        return pro, compute_s
+    c_eff = cap * timing.eta(wb / tot)
+    x = _stream_rate(timing, c_eff, window if body_r > 0 else 0.0, tot / compute_s, body_r / tot)
+    return pro, max(compute_s, tot / x)
 
 
 @functools.lru_cache(maxsize=65536)  # a pure function; the waves of a plan repeat the same arguments
@@ -376,6 +386,12 @@ def plan_gemm(
     best = None
     for t in tile_menu(hw) if tile is None else [tile]:
         for sk in _decompositions(shape, hw, cus, chunks, bypass, t):
+            # a candidate whose CU time alone cannot beat the best so far is not planned (its plan, the
+            # walk over its blocks, is most of the cost): the choice is the one the full scan makes
+            if best is not None and _compute_bound_s(shape, hw, cus, chunks, t, sk) * (1 - 1e-9) >= best[
+                0
+            ] * (1 - 1e-12):
+                continue
             p = _plan(shape, hw, cus, chunks, order, bypass, t, sk)
             est = p.alone_s(hw)
             if best is None or est < best[0] * (1 - 1e-12):
@@ -409,6 +425,33 @@ def stream_k_fixup_s(hw: Hardware, tm: int, tn: int) -> float:
     return 2.0 * tm * tn * 4 / (c.l2_Bps / c.cus) if c.l2_Bps else 0.0
 
 
+def _tile_s(shape, hw, tile) -> tuple[float, float]:
+    """(K loop, exposed epilogue) seconds of one ``tile`` of the GEMM on one CU."""
+    bm, bn = tile
+    t_main = 2.0 * bm * bn * shape.k / tile_flops_per_s(hw, bm, bn, shape.dtype)
+    return t_main, tile_epilogue_s(hw, bm, bn, shape.out_elem_bytes)
+
+
+def _compute_bound_s(shape, hw, cus, chunks, tile, stream_k: bool) -> float:
+    """A lower bound of :meth:`GemmPlan.alone_s` for the plan :func:`_plan` would make, in closed form:
+    the launch and every wave's CU time alone (a wave's body takes at least its ``compute_s``, its
+    prologue at least nothing), the same arithmetic as the plan's waves."""
+    c = hw.compute
+    bm, bn = tile
+    total = math.ceil(shape.m // chunks / bm) * math.ceil(shape.n / bn) * chunks
+    wave_size = cus * c.wg_per_cu
+    t_main, t_epi = _tile_s(shape, hw, tile)
+    t_tile = t_main + t_epi
+    full, last = divmod(total, wave_size)
+    t = c.kernel_launch_s + full * (math.ceil(wave_size / cus) * t_tile)
+    if last:
+        if stream_k:
+            t += last * t_main / cus + t_epi + stream_k_fixup_s(hw, bm, bn)
+        else:
+            t += math.ceil(last / cus) * t_tile
+    return t
+
+
 def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -> GemmPlan:
     c = hw.compute
     bm, bn = tile
@@ -417,8 +460,7 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
     tn = math.ceil(shape.n / bn)
     tiles_c = tm * tn
     wave_size = cus * c.wg_per_cu
-    t_main = 2.0 * bm * bn * shape.k / tile_flops_per_s(hw, bm, bn, shape.dtype)
-    t_epi = tile_epilogue_s(hw, bm, bn, shape.out_elem_bytes)
+    t_main, t_epi = _tile_s(shape, hw, tile)
     t_tile = t_main + t_epi
     eb = shape.elem_bytes
     a_block = bm * shape.k * eb
@@ -430,13 +472,14 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
     slice_bytes = max(1, c.k_stages - 1) * (bm + bn) * c.k_step * eb
     total = tiles_c * chunks
     nwaves = math.ceil(total / wave_size)
-    # pass 1: the distinct blocks and the (allocating) output of every wave
-    wave_sets: list[tuple[set[int], set[int], list, dict[int, float], int]] = []
+    # pass 1: the distinct blocks (as merged intervals of block indices) and the (allocating) output of
+    # every wave
+    wave_sets: list[tuple[list, list, list, dict[int, float], int]] = []
     ws_bytes, out_alloc = [], []
     for lo in range(0, total, wave_size):
         hi = min(lo + wave_size, total)
-        arows: set[int] = set()
-        bcols: set[int] = set()
+        arows: list[tuple[int, int]] = []
+        bcols: list[tuple[int, int]] = []
         segs = []
         writes: dict[int, float] = {}
         alloc = 0.0
@@ -451,13 +494,14 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
                 alloc += nb
             base = ch * tm  # global index of the chunk's first tile row (A row block)
             if column:  # tile t of the chunk: column t // tm, row t % tm
-                bcols.update(range(a // tm, (b - 1) // tm + 1))
-                arows.update(base + r for r in _wrapped(a, b, tm))
+                bcols.append((a // tm, (b - 1) // tm + 1))
+                arows += [(base + x, base + y) for x, y in _wrapped(a, b, tm)]
             else:  # row-major: row t // tn, column t % tn
-                arows.update(range(base + a // tn, base + (b - 1) // tn + 1))
-                bcols.update(_wrapped(a, b, tn))
+                arows.append((base + a // tn, base + (b - 1) // tn + 1))
+                bcols += _wrapped(a, b, tn)
+        arows, bcols = _merged(arows), _merged(bcols)
         wave_sets.append((arows, bcols, segs, writes, hi - lo))
-        ws_bytes.append(len(arows) * a_block + len(bcols) * b_block)
+        ws_bytes.append(_length(arows) * a_block + _length(bcols) * b_block)
         out_alloc.append(alloc)
     # pass 2: reuse distances -> DRAM reads (blocks grouped by the wave that used them last)
     pws = [0.0]
@@ -465,21 +509,24 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
     for w in range(nwaves):
         pws.append(pws[-1] + ws_bytes[w])
         pout.append(pout[-1] + out_alloc[w])
-    last_a: dict[int, int] = {}
-    last_b: dict[int, int] = {}
+    last_a = [-1] * (chunks * tm)  # per block: the wave that used it last (-1: none yet)
+    last_b = [-1] * tn
     waves = []
     for w, (arows, bcols, segs, writes, n) in enumerate(wave_sets):
         prev: dict[int, float] = {}
         cold = 0.0
-        for blocks, last, size in ((arows, last_a, a_block), (bcols, last_b, b_block)):
-            # the wave that used each block last, counted per wave (first-seen order, as a walk of
-            # the blocks would add them: block sizes are whole bytes, so the sums are exact)
-            for p, k in Counter(map(last.get, blocks)).items():
-                if p is None:
-                    cold += k * size
-                else:
-                    prev[p] = prev.get(p, 0.0) + k * size
-            last.update(dict.fromkeys(blocks, w))
+        for spans, last, size in ((arows, last_a, a_block), (bcols, last_b, b_block)):
+            # the wave that used each block last, counted per wave, in the order of the blocks (block sizes
+            # are whole bytes, so the sums are exact)
+            for x, y in spans:
+                seen = last[x:y]
+                for p in dict.fromkeys(seen):
+                    k = seen.count(p) * size
+                    if p < 0:
+                        cold += k
+                    else:
+                        prev[p] = prev.get(p, 0.0) + k
+                last[x:y] = [w] * (y - x)
         reads = cold
         for p, nbytes in prev.items():
             d = 0.5 * ws_bytes[p] + (pws[w] - pws[p + 1]) + 0.5 * ws_bytes[w] + (pout[w] - pout[p])
@@ -501,14 +548,33 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
     )
 
 
-def _wrapped(a: int, b: int, width: int) -> range | list[int]:
-    """Minor indices (mod ``width``) that tiles ``a .. b-1`` of a line-major walk cover."""
+def _wrapped(a: int, b: int, width: int) -> list[tuple[int, int]]:
+    """Minor indices (mod ``width``) that tiles ``a .. b-1`` of a line-major walk cover, as half-open
+    intervals."""
     if b - a >= width:
-        return range(width)
+        return [(0, width)]
     c0, hi = a % width, a % width + b - a
     if hi <= width:
-        return range(c0, hi)
-    return list(range(c0, width)) + list(range(0, hi - width))
+        return [(c0, hi)]
+    return [(0, hi - width), (c0, width)]
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Half-open intervals as disjoint ones in increasing order (overlapping or touching ones joined)."""
+    if len(spans) < 2:
+        return spans
+    out: list[tuple[int, int]] = []
+    for x, y in sorted(spans):
+        if out and x <= out[-1][1]:
+            if y > out[-1][1]:
+                out[-1] = (out[-1][0], y)
+        else:
+            out.append((x, y))
+    return out
+
+
+def _length(spans: list[tuple[int, int]]) -> int:
+    return sum(y - x for x, y in spans)
 
 
 def l2_body_bytes(plan: GemmPlan, w: Wave, hw: Hardware) -> float:

@@ -120,19 +120,31 @@ def test_trace_project_refused_then_forced(tmp_path, capsys, monkeypatch):
     assert code == 0 and (tmp_path / "p" / "projection.json").exists(), err
 
 
-@pytest.mark.parametrize(
-    "hw,config,tokens,tp,symmetric",
-    [
+def _grid():
+    """Configurations x TP degrees x presets x symmetric / all-GPU (all-GPU up to TP 16), at the models'
+    own tokens and at a large token count; configurations a preset refuses are left out."""
+    out = [
         ("paper-80cu", "sequential", 200_000, 8, True), ("paper-80cu", "t3", 200_000, 8, True),
         ("paper-80cu", "t3-mca", 65_536, 4, False), ("paper-80cu", "concurrent", 30_000, 16, True),
         ("h100-8", "sequential", 200_000, 8, True), ("mi300x-8", "sequential", 200_000, 8, True),
         ("mi300x-8", "concurrent", 65_536, 4, False),
-    ],
-)  # fmt: skip
+    ]  # fmt: skip
+    nmc = ("t3", "t3-mca", "ideal-rs-nmc")
+    for config in ("sequential", "concurrent", "t3", "t3-mca", "ideal-gemm-rs-overlap", "ideal-rs-nmc"):
+        for tp in (2, 4, 8, 16, 32):
+            for hw in ("paper-80cu", "h100-8"):
+                if hw == "h100-8" and (config in nmc or tp > 8):
+                    continue
+                for symmetric in (True, False) if tp <= 16 else (True,):
+                    out.append((hw, config, None, tp, symmetric))
+    return out
+
+
+@pytest.mark.parametrize("hw,config,tokens,tp,symmetric", _grid())
 def test_estimate_within_2x_of_the_ops_simulated(hw, config, tokens, tp, symmetric):
     from t3.api import resolve
 
-    op, h, spec = resolve("t-nlg", tp, "fc2", config, hw, tokens)
+    op, h, spec = resolve("mt-nlg" if tokens is None else "t-nlg", tp, "fc2", config, hw, tokens)
     out = spec.run(op, h, RunOptions(symmetric=symmetric))
     built = sum(len(r.schedule.ops) for r in out.results)
     est = size.run_work(op, h, config, symmetric).ops

@@ -14,8 +14,9 @@ to, adds two terms:
   ``waves = ceil(tiles / (cus x wg_per_cu))`` in the tile the plan picks. The preset's tile is the
   menu's largest: the plan's 128x64 tiles doubled the waves of ``t3 run --tokens 100000000``, which
   was estimated at 996,136 ops and ran 200 s in 5.7 GB. T3 adds up to two tile groups per wave (a
-  store or DMA op each, and a burst op where the DMA engines stage) and its address maps of
-  ``tp x tp`` entries per simulated GPU. A FiCCO exploration simulates every candidate schedule (full,
+  store or DMA op each, and a burst op where the DMA engines stage) and ``3 x tp`` ops per simulated GPU
+  (its all-gather's steps and per-stage ops; its address maps are read once per build, ``tp x tp``
+  entries in all). A FiCCO exploration simulates every candidate schedule (full,
   ideal and communication-only runs): ``ops = 2 x candidates x gpus_simulated x (2 x waves + 2 x
   gpus^2 + 8)``. ``t3 ficco select`` plans the pieces of every candidate without simulating them:
   ``candidates x (waves + gpus^2) / 10`` (one candidate where the learned tree decides).
@@ -151,9 +152,9 @@ def run_work(
     if t3:
         # load + compute per wave, up to two tile groups per wave (cut at a chunk boundary and where
         # the downstream GPU's groups start), each one store or DMA op (and a burst op where the DMA
-        # engines stage), the all-gather's steps and the address maps' tp x tp entries
+        # engines stage), the all-gather's tp - 1 steps and a few ops per stage
         groups = 2 * waves * (2 if hw.dma.staging_bytes else 1)
-        ops = gpus * (2 * waves + groups + 2 * tp + tp * tp)
+        ops = gpus * (2 * waves + groups + 3 * tp)
     else:
         ops = gpus * (2 * waves + 4 * tp)  # load + compute per wave, the RS and AG steps
     bm, bn = gemm_tile(g.m, g.n, g.k, g.dtype, hw, chunks=chunks, cus=cus)

@@ -116,11 +116,21 @@ def _layout(op: Operator, hw: Hardware) -> dict[str, Any]:
     n = op.tp
     plan, columns = staggered_plan(op, hw, bypass=frozenset(range(n - 1)))
     ring = hw.topology.kind == "ring"
+    maps = ring_rs_maps(n) if ring else direct_rs_maps(n)
+    # (receiver, chunk) -> the GPUs whose map sends that chunk there, in GPU order: one pass over the
+    # maps instead of a scan of every GPU's map per (receiver, chunk) (n^3 lookups on all GPUs)
+    receivers: dict[tuple[int, int], list[int]] = {}
+    for h in range(n):
+        for c in range(n):
+            m = maps[h].lookup(c)
+            if m.kind != "local":
+                receivers.setdefault((m.peer, c), []).append(h)
     return {
         "plan": plan,
         "columns": columns,
         "ring": ring,
-        "maps": ring_rs_maps(n) if ring else direct_rs_maps(n),
+        "maps": maps,
+        "receivers": receivers,
         "tracker": TrackerModel.from_hardware(hw),
         "segs": _segments(plan),
         "tile_bytes": plan.chunk_rows
@@ -213,11 +223,7 @@ class T3Builder:
         key = (gpu % self.n, chunk)
         if key in self._senders:
             return self._senders[key]
-        out = []
-        for h in range(self.n):
-            m = self.maps[h].lookup(chunk)
-            if h != gpu % self.n and m.kind != "local" and m.peer == gpu % self.n:
-                out.append((h, self.position(h, chunk)))
+        out = [(h, self.position(h, chunk)) for h in self._lay["receivers"].get(key, ()) if h != key[0]]
         self._senders[key] = out
         return out
 

@@ -131,7 +131,12 @@ def main() -> None:
                 continue
             out = _child(cmd)
             if isinstance(out, str):
-                why[name] = f"failed: {out}"
+                missing = "No module named 'GenZ'" in out
+                why[name] = (
+                    "not installed: pip install -e '.[peers]', or --genz-python"
+                    if missing
+                    else f"failed: {out}"
+                )
                 continue
             rates[name].append(out["n"] / out["cpu_s"])
     print(f"{len(grid)} configurations (GPT-3 175B, one layer forward, TP {', '.join(map(str, sorted({t for t, _ in grid})))}, "

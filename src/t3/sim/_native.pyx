@@ -5,8 +5,9 @@ model as the Python engine, statement for statement, on C arrays.
 It runs the schedules whose resources use the default policy (one pool, first come) or memory-controller
 arbitration (:class:`t3.hardware.mca.McaPolicy`, as :meth:`Policy.compiled` describes it), with
 semaphores (T3's tracker), priority levels and block dispatch, and whose ops have no callbacks (the
-functional mode), without tracing, seed or jitter; :meth:`Engine.run` runs every other schedule in
-Python. Every floating-point operation is the Python engine's, in the same
+functional mode), traced or not, with or without a seed and jitter (the same random stream drawn at
+the same points: shuffles of simultaneous events, delays stretched); :meth:`Engine.run` runs every
+other schedule in Python. Every floating-point operation is the Python engine's, in the same
 order, and the allocations are memoised under the same keys in the same tables (``_amemo`` per run,
 the process-wide fills of :mod:`t3.sim.engine`), so a result is the Python engine's bit for bit
 (``tests/test_native_engine.py`` compares them). A run that cannot finish is handed back (``None``):
@@ -552,10 +553,26 @@ cdef class Run:
     cdef char *granted
     # the filling's demand of the lower priority levels per resource (Allocator._fill's ``lower``)
     cdef double *lower
+    # seeded order and jitter (Engine.rng, Engine.jitter), trace (usage snapshots through the Python
+    # engine's _snapshot, semaphore levels): None / 0 when not asked
+    cdef object rng
+    cdef double jitter
+    cdef list usage
+    cdef object snapshot
+    cdef object ops
+    cdef object res
+    cdef list levels
 
-    def __cinit__(self, Static st, dict fills):
+    def __cinit__(self, Static st, dict fills, rng=None, double jitter=0.0, trace=None):
         cdef int n = st.n, nres = st.nres
         self.st = st
+        self.rng, self.jitter = rng, jitter
+        self.usage = self.levels = None
+        if trace is not None:  # (sched, snapshot): the usage of every step, the semaphore levels
+            sched, self.snapshot = trace
+            self.ops, self.res = sched.ops, sched.resources
+            self.usage = []
+            self.levels = [[] for _ in range(st.nsem)]
         self.n, self.nres = n, nres
         self.rate = <double*>_alloc(n * sizeof(double))
         self.remaining = <double*>_alloc(n * sizeof(double))
@@ -758,6 +775,8 @@ cdef class Run:
                             self.held_changed = changed = True
                     d = st.delay[i]
                     if d > 0:
+                        if self.jitter:
+                            d *= 1.0 + self.jitter * self.rng.random() if self.rng is not None else 1.0 + self.jitter
                         self._hpush(self.now + d, seq[0], i)
                         seq[0] += 1
                     else:
@@ -784,7 +803,21 @@ cdef class Run:
                     if st.rel_off[i + 1] > st.rel_off[i]:
                         for k in range(st.rel_off[i], st.rel_off[i + 1]):
                             self.held[st.rel_s[k]] -= st.rel_u[k]
+                            if self.levels is not None:
+                                self.levels[st.rel_s[k]].append((self.now, self.held[st.rel_s[k]]))
                         self._drain()
+                    if self.rng is not None:
+                        new = []
+                        for k in range(st.kid_off[i], st.kid_off[i + 1]):
+                            c = st.kids[k]
+                            self.indeg[c] -= 1
+                            if self.indeg[c] == 0:
+                                new.append(c << 2)
+                        self.rng.shuffle(new)
+                        for c in new:
+                            self.work[self.wtail] = c
+                            self.wtail += 1
+                        continue
                     for k in range(st.kid_off[i], st.kid_off[i + 1]):
                         c = st.kids[k]
                         self.indeg[c] -= 1
@@ -815,6 +848,8 @@ cdef class Run:
             self.held[s] += st.acq_u[k]
             if self.held[s] > self.peak[s]:
                 self.peak[s] = self.held[s]
+            if self.levels is not None:
+                self.levels[s].append((self.now, self.held[s]))
 
     cdef void _drain(self):
         # Engine.run's drain: each semaphore's waiting ops in order while the first one's units are free
@@ -1486,8 +1521,11 @@ cdef class Run:
         self.disp_waits = 0
         self.disp_wait_s = 0.0
         self.now = 0.0
-        for k in range(st.nfirst):
-            self.work[self.wtail] = st.first[k] << 2
+        first = [st.first[k] << 2 for k in range(st.nfirst)]
+        if self.rng is not None:
+            self.rng.shuffle(first)
+        for k in first:
+            self.work[self.wtail] = k
             self.wtail += 1
         dirty = self._process(&seq)
         while self.na or self.heap_n:
@@ -1511,6 +1549,10 @@ cdef class Run:
                 dt = t_next - self.now
             if dt == INF:
                 return None  # a deadlock: the Python engine reruns it and names it
+            if self.usage is not None and dt > 0:
+                act = [self.active[k] for k in range(self.na)]
+                self.usage.append((self.now, t_next, self.snapshot(act, self.ops, self.res,
+                                                                   {i: self.rate[i] for i in act})))
             nd = nk = 0
             for k in range(self.na):
                 i = self.active[k]
@@ -1528,6 +1570,11 @@ cdef class Run:
                 for k in range(nk):
                     self.active[k] = self.keep[k]
                 self.na = nk
+                if self.rng is not None:
+                    done = [self.done[k] for k in range(nd)]
+                    self.rng.shuffle(done)
+                    for k in range(nd):
+                        self.done[k] = done[k]
                 for k in range(nd):
                     self.work[self.wtail] = self.done[k] << 2 | 2
                     self.wtail += 1
@@ -1546,11 +1593,13 @@ cdef class Run:
         if st.nsem:
             sem = ([self.peak[k] for k in range(st.nsem)], [self.swaits[k] for k in range(st.nsem)],
                    [self.swait_s[k] for k in range(st.nsem)])
-        return start, end, events, self.disp_waits, self.disp_wait_s, sem
+        return start, end, events, self.disp_waits, self.disp_wait_s, sem, self.usage, self.levels
 
 
-def run(Static st, dict fills):
-    """``(start, end, events, dispatch waits, their total time, semaphores)`` of a run (semaphores: None,
-    or their peak units held, waits and total wait, each a list in semaphore order), or None when it
-    cannot finish (rerun it in Python)."""
-    return Run(st, fills)._run()
+def run(Static st, dict fills, rng=None, double jitter=0.0, trace=None):
+    """``(start, end, events, dispatch waits, their total time, semaphores, usage, levels)`` of a run
+    (semaphores: None, or their peak units held, waits and total wait, each a list in semaphore order;
+    usage and levels: None unless ``trace``, a pair (the schedule, the Python engine's ``_snapshot``)),
+    or None when it cannot finish (rerun it in Python). ``rng`` (a ``random.Random``) and ``jitter``
+    are the Python engine's: the same draws at the same points."""
+    return Run(st, fills, rng, jitter, trace)._run()

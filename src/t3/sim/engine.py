@@ -141,9 +141,9 @@ class Engine:
     under any legal interleaving. With the defaults the engine is fully deterministic.
 
     The compiled core (:mod:`t3.sim._native`, built by ``pip install``) runs the schedules it covers
-    (the default and the MCA resource policies, semaphores, priority levels, block dispatch; no
-    callbacks: the functional mode runs here) when there is no trace, seed or jitter:
-    the same arithmetic in the same order, so the same result bit for bit, several times faster.
+    (the default and the MCA resource policies, semaphores, priority levels, block dispatch, traces,
+    seeds and jitter; no callbacks: the functional mode runs here): the same arithmetic and the same
+    random draws in the same order, so the same result bit for bit, several times faster.
     ``native=False`` (or ``T3_ENGINE=python`` for the whole process) runs the Python loop below."""
 
     def __init__(
@@ -165,17 +165,24 @@ class Engine:
         if static is None:
             static = sched.__dict__["_engine_static"] = _static(sched)
         nat = static[5]
-        if nat is not None and self.native and not self.trace and self.rng is None and not self.jitter:
-            out = _native.run(nat, _FILLS)
+        if nat is not None and self.native:
+            state = self.rng.getstate() if self.rng is not None else None
+            out = _native.run(nat, _FILLS, self.rng, self.jitter, (sched, _snapshot) if self.trace else None)
             if out is not None:  # (None: it cannot finish; the Python loop below names the deadlock)
-                start, end, events, waits, wait_s, sem = out
+                start, end, events, waits, wait_s, sem, usage, levels = out
                 meta = {"dispatch": {"waits": waits, "wait_s": wait_s}} if waits else {}
                 if sem is not None:
                     meta["semaphores"] = {
                         sm.name: {"capacity": sm.capacity, "peak": pk, "waits": sw, "wait_s": ss}
                         for sm, pk, sw, ss in zip(sched.semaphores, *sem, strict=True)
                     }
-                return Result(sched, start, end, max(end, default=0.0), events, None, meta)
+                    if levels is not None:
+                        meta["semaphore_levels"] = {
+                            sm.name: lv for sm, lv in zip(sched.semaphores, levels, strict=True)
+                        }
+                return Result(sched, start, end, max(end, default=0.0), events, usage, meta)
+            if state is not None:  # the Python loop draws the same stream again
+                self.rng.setstate(state)
         if static[0] is None:  # prepared for the compiled core only: the Python loop's part now
             static = sched.__dict__["_engine_static"] = (*_static(sched, native=False)[:5], nat)
         cap, children, xmax, first, alloc, _ = static

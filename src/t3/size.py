@@ -15,14 +15,16 @@ to, adds two terms:
   menu's largest: the plan's 128x64 tiles doubled the waves of ``t3 run --tokens 100000000``, which
   was estimated at 996,136 ops and ran 200 s in 5.7 GB. T3 adds up to two tile groups per wave (a
   store or DMA op each, and a burst op where the DMA engines stage) and ``3 x tp`` ops per simulated GPU
-  (its all-gather's steps and per-stage ops; its address maps are read once per build, ``tp x tp``
-  entries in all). A FiCCO exploration simulates every candidate schedule (full,
+  (its all-gather's steps and per-stage ops). A FiCCO exploration simulates every candidate schedule (full,
   ideal and communication-only runs): ``ops = 2 x candidates x gpus_simulated x (2 x waves + 2 x
   gpus^2 + 8)``. ``t3 ficco select`` plans the pieces of every candidate without simulating them:
   ``candidates x (waves + gpus^2) / 10`` (one candidate where the learned tree decides).
 - :data:`PLAN_WEIGHT` per GEMM wave planned (``Work.planned``): ``plan_gemm`` walks every tile of the
   menu over the whole GEMM (the blocks of each wave, their L2 reuse distances, its time alone), about
   50 µs per wave: most of a sublayer run's time and memory (its engine events cost 1-3 µs each).
+- :data:`MAP_WEIGHT` per entry of T3's address maps (``Work.mapped``): every GPU maps every chunk,
+  ``tp x tp`` entries built once whatever the GPUs simulated (TP 4096: 17 million entries, about a
+  minute and 4 GB).
 
 A multi-point command (sweep, reproduction) sums its points. Limits (documented in ``--help`` and
 ``docs/architecture.md``): :data:`LIMIT_OPS` for one simulation or one exploration (about 20 s),
@@ -57,27 +59,34 @@ class Work:
     ops: float
     what: str
     planned: float = 0.0  # GEMM waves planned (every tile of the menu is planned over the whole GEMM)
+    mapped: float = 0.0  # address-map entries built (T3: every GPU maps every chunk, tp x tp)
 
     @property
     def cost(self) -> float:
         """What the limit applies to, in op-equivalents (about 10 µs of CPU each): the simulated ops,
-        :data:`PLAN_WEIGHT` per planned GEMM wave."""
-        return self.ops + PLAN_WEIGHT * self.planned
+        :data:`PLAN_WEIGHT` per planned GEMM wave, :data:`MAP_WEIGHT` per address-map entry."""
+        return self.ops + PLAN_WEIGHT * self.planned + MAP_WEIGHT * self.mapped
 
     def describe(self) -> str:
         parts = [f"{self.ops:.2g} simulated"]
         if self.planned:
             parts.append(f"{self.planned:.2g} GEMM waves planned x {PLAN_WEIGHT}")
+        if self.mapped:
+            parts.append(f"{self.mapped:.2g} address-map entries x {MAP_WEIGHT}")
         return " + ".join(parts)
 
     def __add__(self, other: Work) -> Work:
-        return Work(self.ops + other.ops, self.what, self.planned + other.planned)
+        return Work(self.ops + other.ops, self.what, self.planned + other.planned, self.mapped + other.mapped)
 
 
 # one planned GEMM wave (pass over its blocks, L2 reuse distances, its alone time, for every tile of the
 # menu) costs about 50 µs of CPU, five simulated ops of an exploration (8-10 µs each, its pieces'
 # planning included): benchmarks/size_guard.py
 PLAN_WEIGHT = 5
+
+# one entry of T3's address maps (built once per layout, whatever the number of GPUs simulated) costs
+# about 3.3 µs of CPU and 250 bytes (``ring_rs_maps`` at 512-2048 GPUs): a third of an op
+MAP_WEIGHT = 0.35
 
 
 def _ceil(a: float, b: float) -> int:
@@ -162,7 +171,8 @@ def run_work(
         f"{config}, TP {tp}, GEMM {g.m}x{g.n}x{g.k} in {waves} waves of "
         f"{bm}x{bn} tiles, {gpus} GPU(s) simulated"
     )
-    return Work(float(ops), what, float(planned_waves(g.m, g.n, hw, chunks=chunks, cus=cus)))
+    planned = float(planned_waves(g.m, g.n, hw, chunks=chunks, cus=cus))
+    return Work(float(ops), what, planned, float(tp * tp) if t3 else 0.0)
 
 
 def _ficco_waves(fop, hw) -> int:

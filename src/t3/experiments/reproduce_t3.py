@@ -797,7 +797,9 @@ def check_size(plan: Plan, tasks: list[dict], force: bool = False) -> None:
             raise type(err)(f"{describe_task(t)}: {err}") from None
         total += w  # simulated ops and planned waves both count (Work.cost)
     size.check(
-        size.Work(total.ops, f"{len(tasks)} tasks", total.planned), force=force, limit=size.LIMIT_TOTAL_OPS
+        size.Work(total.ops, f"{len(tasks)} tasks", total.planned, total.mapped),
+        force=force,
+        limit=size.LIMIT_TOTAL_OPS,
     )
 
 

@@ -116,21 +116,12 @@ def _layout(op: Operator, hw: Hardware) -> dict[str, Any]:
     n = op.tp
     plan, columns = staggered_plan(op, hw, bypass=frozenset(range(n - 1)))
     ring = hw.topology.kind == "ring"
-    maps = ring_rs_maps(n) if ring else direct_rs_maps(n)
-    # (receiver, chunk) -> the GPUs whose map sends that chunk there, in GPU order: one pass over the
-    # maps instead of a scan of every GPU's map per (receiver, chunk) (n^3 lookups on all GPUs)
-    receivers: dict[tuple[int, int], list[int]] = {}
-    for h in range(n):
-        for c in range(n):
-            m = maps[h].lookup(c)
-            if m.kind != "local":
-                receivers.setdefault((m.peer, c), []).append(h)
     return {
         "plan": plan,
         "columns": columns,
         "ring": ring,
-        "maps": maps,
-        "receivers": receivers,
+        "maps": ring_rs_maps(n) if ring else direct_rs_maps(n),
+        "receivers": {},
         "tracker": TrackerModel.from_hardware(hw),
         "segs": _segments(plan),
         "tile_bytes": plan.chunk_rows
@@ -223,7 +214,16 @@ class T3Builder:
         key = (gpu % self.n, chunk)
         if key in self._senders:
             return self._senders[key]
-        out = [(h, self.position(h, chunk)) for h in self._lay["receivers"].get(key, ()) if h != key[0]]
+        by_peer = self._lay["receivers"].get(chunk)
+        if by_peer is None:  # one pass over the GPUs' maps: who sends this chunk to whom, in GPU order
+            by_peer = {}
+            for h in range(self.n):
+                m = self.maps[h].lookup(chunk)
+                if m.kind != "local":
+                    by_peer.setdefault(m.peer, []).append(h)
+            if not self.b.symmetric:  # every GPU asks about every chunk: kept (n^2 lookups, not n^3)
+                self._lay["receivers"][chunk] = by_peer
+        out = [(h, self.position(h, chunk)) for h in by_peer.get(key[0], ()) if h != key[0]]
         self._senders[key] = out
         return out
 

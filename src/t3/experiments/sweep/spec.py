@@ -499,7 +499,7 @@ def validate_points(
         except TypeError as err:  # RunOptions(**bad)
             raise ConfigError(f"sweep '{origin}': point {pt.index}: options: {err}") from None
     size.check(
-        size.Work(total.ops, f"{len(seen)} distinct points of {origin}", total.planned),
+        size.Work(total.ops, f"{len(seen)} distinct points of {origin}", total.planned, total.mapped),
         force=force,
         limit=size.LIMIT_TOTAL_OPS,
     )

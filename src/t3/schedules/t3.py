@@ -326,25 +326,51 @@ class T3Builder:
                 stores_of.setdefault(pc[0], []).append((p, i))
         stores_prev: list[tuple[int, str]] = []
         stage_ops: list[list[int]] = [[] for _ in range(self.n)]
+        # waves of the same numbers are the same ops but for their keys and dependencies: the first serves
+        # as the template of the others (not in functional mode: callbacks differ)
+        made = b.templates if fn is None else {}
         for w in plan.waves:
             load_deps = [] if w.index == 0 else [(g, f"gemm.C{w.index - 1}")] + stores_prev
-            lo = b.add(
-                g, f"gemm.L{w.index}", kind="gemm-load", cat="gemm", work=[(hbm, w.prologue_bytes)],
-                delay_s=hw.compute.kernel_launch_s if w.index == 0 else 0.0,
-                deps=load_deps, traffic={"gemm_read": w.prologue_bytes}, window=w.window_bytes,
-            )  # fmt: skip
+            lkey = ("t3-load", g, w.prologue_bytes, w.window_bytes, w.index == 0)
+            if lkey in made:
+                lo = b.add_like(made[lkey], g, f"gemm.L{w.index}", load_deps)
+            else:
+                lo = made[lkey] = b.add(
+                    g, f"gemm.L{w.index}", kind="gemm-load", cat="gemm", work=[(hbm, w.prologue_bytes)],
+                    delay_s=hw.compute.kernel_launch_s if w.index == 0 else 0.0,
+                    deps=load_deps, traffic={"gemm_read": w.prologue_bytes}, window=w.window_bytes,
+                )  # fmt: skip
             local = sum(v for pos, v in w.write_bytes.items() if pos not in remote_pos)
             self.counts["gemm_write_local"] += local
             body_reads = w.read_bytes - w.prologue_bytes
-            acquire = [(b.semaphore(g, SEMAPHORE_KIND, tr.entries), opens[w.index])] if opens[w.index] else []
-            o = b.add(
-                g, f"gemm.C{w.index}", kind="gemm-compute", cat="gemm",
-                work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, local)],
-                caps=[(cu, float(w.cus_used))], rounds=gemm_tail(plan, w, hw),
-                deps=[(g, f"gemm.L{w.index}")],
-                traffic={"gemm_read": body_reads, "gemm_write": local}, acquire=acquire,
-                window=w.window_bytes,
-            )  # fmt: skip
+            rounds = gemm_tail(plan, w, hw)
+            ckey = (
+                "t3-compute",
+                g,
+                w.compute_s,
+                w.cus_used,
+                body_reads,
+                local,
+                rounds,
+                opens[w.index],
+                w.window_bytes,
+            )
+            if ckey in made:
+                o = b.add_like(made[ckey], g, f"gemm.C{w.index}", [(g, f"gemm.L{w.index}")])
+            else:
+                acquire = (
+                    [(b.semaphore(g, SEMAPHORE_KIND, tr.entries), opens[w.index])] if opens[w.index] else []
+                )
+                o = b.add(
+                    g, f"gemm.C{w.index}", kind="gemm-compute", cat="gemm",
+                    work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, local)],
+                    caps=[(cu, float(w.cus_used))], rounds=rounds,
+                    deps=[(g, f"gemm.L{w.index}")],
+                    traffic={"gemm_read": body_reads, "gemm_write": local}, acquire=acquire,
+                    window=w.window_bytes,
+                )  # fmt: skip
+                if fn is None:
+                    made[ckey] = o
             for pos, _, _ in w.segments:
                 stage_ops[pos] += [lo.id, o.id]
             if fn is not None:
@@ -371,27 +397,46 @@ class T3Builder:
             sem = b.semaphore(g, SEMAPHORE_KIND, tr.entries)
         window = hw.dma.engines * hw.dma.inflight_bytes
         staging = hw.dma.engines * hw.dma.staging_bytes
+        # an update of the same size to the same GPU is the same op but for its key and dependencies: the
+        # first one serves as the template of the others (not in functional mode: callbacks differ)
+        made = b.templates if fn is None else {}
         for i, (w1, _, lo, hi) in enumerate(pieces):
             nb = (hi - lo) * self.tile_bytes
             ent = tr.entries_for(hi - lo)
-            work = [(x, nb) for x in path]
-            work.append((upd_r, nb * upd_cost))
             key = f"rs.{p}.{i}"
+            tkey = ("t3-update", kind, g, r, hi - lo)
             if kind == "remote":
                 self.counts["gemm_write_remote"] += nb
+                deps = [(g, f"gemm.L{w1}")]
+                if tkey in made:
+                    b.add_like(made[tkey], g, key, deps)
+                    continue
+                work = [(x, nb) for x in path]
+                work.append((upd_r, nb * upd_cost))
                 o = b.add(
-                    g, key, kind="remote-store", cat="rs", work=work, delay_s=lat, deps=[(g, f"gemm.L{w1}")],
+                    g, key, kind="remote-store", cat="rs", work=work, delay_s=lat, deps=deps,
                     traffic={"rs_write": nb, "link": nb}, prio=self.comm_prio,
                 )  # fmt: skip
                 if fn is not None:
                     o.on_finish = lambda g=g, r=r, c=c, lo=lo, hi=hi: fn.remote_store(g, r, c, lo, hi)
+                else:
+                    made[tkey] = o
             else:  # dma: triggered by the local tiles + the upstream updates of these tiles
                 self.counts["triggers"] += ent
                 self.counts["dma_commands"] += 1
                 deps = [(g, f"gemm.C{w1}")] + self.incoming(g, p, lo, hi)
+                if tkey in made:
+                    burst_op, dma_op = made[tkey]
+                    if burst_op is not None:
+                        b.add_like(burst_op, g, f"{key}.burst", deps)
+                    b.add_like(dma_op, g, key, deps)
+                    continue
+                work = [(x, nb) for x in path]
+                work.append((upd_r, nb * upd_cost))
                 burst = min(nb, staging)
+                burst_op = None
                 if burst > 0:  # the engines read ahead of the link into their staging buffers
-                    b.add(
+                    burst_op = b.add(
                         g, f"{key}.burst", kind="dma-burst", cat="rs", work=[(hbm, burst)],
                         delay_s=hw.dma.command_overhead_s, deps=deps, traffic={"rs_read": burst},
                         prio=self.comm_prio, window=window,
@@ -403,6 +448,8 @@ class T3Builder:
                     deps=deps, traffic={"rs_read": nb - burst, "rs_write": nb, "link": nb},
                     prio=self.comm_prio, release=[(sem, ent)], window=window,
                 )  # fmt: skip
+                if fn is None:
+                    made[tkey] = (burst_op, o)
                 if fn is not None:
                     o.on_start = lambda g=g, key=key, c=c, lo=lo, hi=hi: fn.dma_read(g, key, c, lo, hi)
                     o.on_finish = lambda g=g, r=r, key=key, c=c, lo=lo, hi=hi: fn.dma_apply(

@@ -388,10 +388,10 @@ def plan_gemm(
         for sk in _decompositions(shape, hw, cus, chunks, bypass, t):
             # a candidate whose CU time alone cannot beat the best so far is not planned (its plan, the
             # walk over its blocks, is most of the cost): the choice is the one the full scan makes
-            if best is not None and _compute_bound_s(shape, hw, cus, chunks, t, sk) * (1 - 1e-9) >= best[
-                0
-            ] * (1 - 1e-12):
-                continue
+            if best is not None:
+                bound = _compute_bound_s(shape, hw, cus, chunks, t, sk) * (1 - 1e-9)  # (rounding margin)
+                if bound >= best[0] * (1 - 1e-12):
+                    continue
             p = _plan(shape, hw, cus, chunks, order, bypass, t, sk)
             est = p.alone_s(hw)
             if best is None or est < best[0] * (1 - 1e-12):

@@ -450,7 +450,7 @@ class T3Builder:
                 )  # fmt: skip
                 if fn is None:
                     made[tkey] = (burst_op, o)
-                if fn is not None:
+                else:
                     o.on_start = lambda g=g, key=key, c=c, lo=lo, hi=hi: fn.dma_read(g, key, c, lo, hi)
                     o.on_finish = lambda g=g, r=r, key=key, c=c, lo=lo, hi=hi: fn.dma_apply(
                         g, r, key, c, lo, hi

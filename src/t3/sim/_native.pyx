@@ -130,9 +130,9 @@ cdef class Static:
         free(self.q_m)
         free(self.admit)
         free(self.fillr)
-        cdef void* qs[13]
+        cdef void* qs[12]
         qs[:] = [self.sem_cap, self.acq_off, self.acq_s, self.acq_u, self.rel_off, self.rel_s, self.rel_u,
-                 self.pol, self.pol_thr, self.pol_share, self.pol_qb, self.pol_serv, NULL]
+                 self.pol, self.pol_thr, self.pol_share, self.pol_qb, self.pol_serv]
         for p in qs:
             free(p)
 
@@ -1451,23 +1451,20 @@ cdef class Run:
             return
         if self.st.rkey is None:  # a policy other than the default: filled here, not shared (as in Python)
             self._allocate(act, na)
-            if len(self.amemo) > 100_000:
-                self.amemo.clear()
-            self.amemo[key] = {sig[act[k]]: self.rate[act[k]] for k in range(na)}
-            return
-        if hk is None:
-            fkey = (self.st.rkey, *[sig[act[k]] for k in range(na)])
         else:
-            fkey = (self.st.rkey, hk, *[sig[act[k]] for k in range(na)])
-        got = self.fills.get(fkey)
-        if got is None:
-            self._allocate(act, na)
-            if len(self.fills) > 200_000:
-                self.fills.clear()
-            self.fills[fkey] = [self.rate[act[k]] for k in range(na)]
-        else:
-            for k in range(na):
-                self.rate[act[k]] = got[k]
+            if hk is None:
+                fkey = (self.st.rkey, *[sig[act[k]] for k in range(na)])
+            else:
+                fkey = (self.st.rkey, hk, *[sig[act[k]] for k in range(na)])
+            got = self.fills.get(fkey)
+            if got is None:
+                self._allocate(act, na)
+                if len(self.fills) > 200_000:
+                    self.fills.clear()
+                self.fills[fkey] = [self.rate[act[k]] for k in range(na)]
+            else:
+                for k in range(na):
+                    self.rate[act[k]] = got[k]
         if len(self.amemo) > 100_000:
             self.amemo.clear()
         self.amemo[key] = {sig[act[k]]: self.rate[act[k]] for k in range(na)}

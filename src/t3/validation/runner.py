@@ -78,10 +78,7 @@ class Predictor:
         self._hardware: dict[str, Any] = {}
 
     def _call(self, fn: Callable[..., dict[str, Any]], **kw: Any) -> dict[str, Any]:
-        key = (
-            fn.__name__,
-            tuple(sorted(kw.items())),
-        )  # (keyed by the preset's name: one overrides per Predictor)
+        key = (fn.__name__, tuple(sorted(kw.items())))  # (the preset's name: one overrides per Predictor)
         if key not in self._memo:
             if self._overrides:
                 name = kw["hardware"]

@@ -19,7 +19,8 @@ def presets(
         False, "--json", help="print JSON: {presets: [...], provenance} (each preset with its content hash)"
     ),
 ) -> None:
-    """List the hardware presets (name, GPUs, topology, peak FP16, HBM and link bandwidth)."""
+    """List the hardware presets (name, GPUs, topology, peak FP16, HBM and link bandwidth; nodes joined by a
+    network: their count and each GPU's NIC bandwidth)."""
     rows = []
     for name in preset_names():
         hw = load_hardware(name)
@@ -27,8 +28,12 @@ def presets(
             {
                 "name": name,
                 "description": hw.description,
-                "gpus": hw.topology.gpus,
+                "gpus": hw.topology.gpus * (hw.network.nodes if hw.network else 1),
+                "nodes": hw.network.nodes if hw.network else 1,
                 "topology": hw.topology.kind,
+                "network_Bps_per_gpu": hw.network.nic_Bps * hw.network.nics_per_node / hw.topology.gpus
+                if hw.network
+                else None,
                 "cus": hw.compute.cus,
                 "peak_fp16_flops": hw.compute.peak_flops("fp16")
                 if "fp16" in hw.compute.matrix_flops_per_clk_per_cu
@@ -47,10 +52,13 @@ def presets(
     for r in rows:
         peak = f"{r['peak_fp16_flops'] / 1e12:.0f} TFLOP/s" if r["peak_fp16_flops"] else "-"
         t.add_row(
-            r["name"], str(r["gpus"]), r["topology"], str(r["cus"]), peak,
+            r["name"], str(r["gpus"]) if r["nodes"] == 1 else f"{r['nodes']}x{r['gpus'] // r['nodes']}",
+            r["topology"] if r["nodes"] == 1 else f"{r['topology']}+net",
+            str(r["cus"]), peak,
             f"{r['hbm_Bps'] / 1e12:.2f} TB/s", f"{r['link_Bps_per_direction'] / 1e9:.0f} GB/s",
         )  # fmt: skip
     c = Console()
     c.print(t)
     for r in rows:
-        c.print(f"  {r['name']}: {r['description']}")
+        net = f" ({r['network_Bps_per_gpu'] / 1e9:.0f} GB/s of NIC per GPU)" if r["nodes"] > 1 else ""
+        c.print(f"  {r['name']}: {r['description']}{net}")

@@ -285,6 +285,22 @@ class Protocol(_Strict):
     max_busbw_Bps: float = Field(
         default=0.0, ge=0, description="cap on the bus bandwidth this protocol reaches (0 = no cap)"
     )
+    net_step_latency_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="latency of a ring step that crosses the network between nodes (NCCL's hwLatencies[NET]"
+        "[Ring]); needed with a [network]",
+    )
+    net2_max_busbw_Bps: float = Field(
+        default=0.0,
+        ge=0,
+        description="cap on the bus bandwidth across 2 nodes (NCCL's llMaxBws by host CPU; 0 = max_busbw_Bps)",
+    )
+    net_max_busbw_Bps: float = Field(
+        default=0.0,
+        ge=0,
+        description="cap on the bus bandwidth across more than 2 nodes (NCCL's llMaxBws; 0 = max_busbw_Bps)",
+    )
 
 
 class Ll128(Protocol):
@@ -399,6 +415,37 @@ class Fused(_Strict):
     )
 
 
+class Network(_Strict):
+    """Nodes of ``topology.gpus`` GPUs joined by a scale-out network (InfiniBand / RoCE NICs): the
+    library's ring collectives across nodes (:mod:`t3.ops.collectives`, NCCL's ring over the nodes
+    with rail-aligned channels)."""
+
+    nodes: int = Field(ge=2, description="nodes of topology.gpus GPUs each")
+    nics_per_node: int = Field(gt=0, description="scale-out NICs per node (GPUDirect RDMA, one rail each)")
+    nic_Bps: float = Field(gt=0, description="bytes/s one NIC moves per direction (its line rate)")
+    efficiency: float = Field(
+        gt=0, le=1, description="achievable fraction of nic_Bps for the library's transfers"
+    )
+    rail_optimized: bool = Field(
+        default=True,
+        description="NIC k of every node on the same leaf switch (rail): a ring's inter-node hop stays on its rail",
+    )
+    overhead_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="the host's post overhead per network operation (NCCL getNetOverhead: 1 us Intel, 2 us AMD"
+        " hosts; three per Simple step), a floor under every ring step across nodes",
+    )
+
+    @model_validator(mode="after")
+    def _rails(self) -> Network:
+        if not self.rail_optimized:
+            raise ValueError(
+                "rail_optimized: false is not modelled (a ring hop that leaves its rail crosses the spine)"
+            )
+        return self
+
+
 class Power(_Strict):
     """The board's power limit and the energy of a GEMM's work, for GEMMs run back to back long enough
     that the clock is the one the limit allows (``t3.ops.gemm.power_limited_s``). Without this section a
@@ -456,6 +503,10 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "link.bandwidth_Bps": (1e3, _FREE, _BPS),
     "link.latency_s": (0, 1, _S),
     "topology.gpus": (2, 1e5, "tensor-parallel groups span at most thousands of GPUs"),
+    "network.nodes": (2, 1e5, "clusters span at most tens of thousands of nodes"),
+    "network.nics_per_node": (1, 64, "nodes carry at most a few dozen NICs"),
+    "network.nic_Bps": (1e3, _FREE, _BPS),
+    "network.overhead_s": (0, 1, _S),
     "dma.engines": (1, 1024, "GPUs have at most a few dozen copy engines"),
     "dma.bandwidth_Bps": (1e3, _FREE, _BPS),
     "dma.command_overhead_s": (0, 1, _S),
@@ -543,6 +594,14 @@ def tp_refusal(hw: Hardware, n: int, field: str = "tp") -> str | None:
     g = topo.gpus
     if n <= g:
         return None
+    net = hw.network
+    if net is not None:
+        if n % g or n > g * net.nodes:
+            return (
+                f"{field}: {n} GPUs are not whole nodes of hardware '{hw.name}' ({net.nodes} nodes of"
+                f" topology.gpus = {g}: {field} <= {g} or a multiple of {g} up to {g * net.nodes})"
+            )
+        return None
     if topo.kind in ("mesh", "switch"):
         return (
             f"{field}: {n} GPUs exceed the {topo.kind} of {g} GPUs in hardware '{hw.name}'"
@@ -571,10 +630,29 @@ class Hardware(_Strict):
     collective: Collective = Collective()
     fused: Fused = Fused()
     power: Power | None = None
+    network: Network | None = None
 
     @model_validator(mode="after")
     def _physical(self) -> Hardware:
         check_bounds(self)
+        net = self.network
+        if net is not None:
+            if self.topology.kind != "switch":
+                raise ValueError(
+                    f"network: nodes joined by a network are modelled for switch nodes, not a {self.topology.kind}"
+                )
+            g = self.topology.gpus
+            if g % net.nics_per_node and net.nics_per_node % g:
+                raise ValueError(
+                    f"network.nics_per_node: {net.nics_per_node} NICs do not divide among topology.gpus = {g} GPUs"
+                )
+            for name in ("simple", "ll128", "ll"):
+                proto = getattr(self.collective, name)
+                if proto.enabled and proto.net_step_latency_s is None:
+                    raise ValueError(
+                        f"collective.{name}.net_step_latency_s: needed with a [network] (NCCL's"
+                        " hwLatencies[NET][Ring])"
+                    )
         p = self.power
         if p is not None and p.idle_w >= p.limit_w:
             raise ValueError(
@@ -683,6 +761,35 @@ def _own_name(hw: Hardware, path: Path) -> Hardware:
 _PRESETS: dict[str, Hardware] = {}
 
 
+def _preset_text(name: str) -> str:
+    if name not in preset_names():
+        raise ConfigError(f"hardware: unknown preset '{name}' (available: {', '.join(preset_names())})")
+    return resources.files("t3.config").joinpath("presets", f"{name}.toml").read_text()
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def with_base(data: dict[str, Any], origin: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A hardware table that names ``base = "PRESET"`` is that preset's tables with its own laid over
+    them, table by table (a machine of several nodes of a preset's GPU states only what it adds)."""
+    base = data.get("base")
+    if base is None:
+        return data
+    if not isinstance(base, str):
+        raise ConfigError(f"{origin}: base: expected a preset name, got {describe_value(base)}")
+    if base in seen:
+        raise ConfigError(f"{origin}: base: '{base}' names itself through {' -> '.join(seen)}")
+    parent = with_base(parse_toml(_preset_text(base), f"hardware '{base}'"), f"hardware '{base}'", (*seen, base))
+    parent.pop("name", None)
+    parent.pop("description", None)
+    return _merged(parent, {k: v for k, v in data.items() if k != "base"})
+
+
 def load_hardware(name_or_path: str | Path, overrides: dict[str, Any] | None = None) -> Hardware:
     """Load a preset by name (``paper-80cu``; parsed once per process) or a user TOML file by path
     (read at every call), then apply overrides."""
@@ -697,16 +804,14 @@ def load_hardware(name_or_path: str | Path, overrides: dict[str, Any] | None = N
     s = str(name_or_path)
     path: Path | None = Path(s)
     if s.endswith(".toml") or path.exists():
-        data = read_toml(path, "hardware")
+        data = with_base(read_toml(path, "hardware"), f"hardware '{s}'")
         data.setdefault("name", path.stem)
     else:
         path = None
         hw = _PRESETS.get(s)
         if hw is None:
-            if s not in preset_names():
-                raise ConfigError(f"hardware: unknown preset '{s}' (available: {', '.join(preset_names())})")
-            text = resources.files("t3.config").joinpath("presets", f"{s}.toml").read_text()
-            hw = _PRESETS[s] = hardware_from_dict(parse_toml(text, f"hardware '{s}'"), s)
+            data = with_base(parse_toml(_preset_text(s), f"hardware '{s}'"), f"hardware '{s}'", (s,))
+            hw = _PRESETS[s] = hardware_from_dict(data, s)
         return hw.with_overrides(overrides) if overrides else hw
     hw = hardware_from_dict(data, s)
     if path is not None and hw.name in preset_names():

@@ -205,6 +205,84 @@ def ring_offsets(hw: Hardware, n: int) -> list[int]:
     return [-1]
 
 
+def spans_nodes(hw: Hardware, n: int) -> bool:
+    """Whether ``n`` GPUs of ``hw`` span several nodes joined by its network (``hw.network``)."""
+    return hw.network is not None and n > hw.topology.gpus
+
+
+@dataclass(frozen=True)
+class Hop:
+    """Where a share of a ring step's bytes goes: GPU g sends ``num / den`` of them to ``dst(g)`` and
+    forwards in the next step what it received from ``src(g)``; ``net``: over the scale-out network."""
+
+    dst: Callable[[int], int]
+    src: Callable[[int], int]
+    num: int
+    den: int
+    net: bool = False
+
+
+def ring_hops(hw: Hardware, n: int) -> list[Hop]:
+    """The hops of a ring step on ``n`` GPUs. In one node, the peer offsets of :func:`ring_offsets`
+    with equal shares. Across nodes, NCCL's ring visits every GPU of a node then crosses to the next
+    node, and its channels leave each node from a different GPU (rail-aligned: through that GPU's NIC
+    to the same GPU of the next node); over the channels every GPU thus sends ``1/k`` of a step's bytes
+    to its own rail's GPU of the next node through its NIC and the rest to a GPU of its own node (``k``
+    GPUs per node), a ring of the same steps."""
+    if not spans_nodes(hw, n):
+        offs = ring_offsets(hw, n)
+        return _hops(offs)
+    k = hw.topology.gpus
+
+    def peer(g: int, d: int) -> int:
+        return g - g % k + (g % k + d) % k
+
+    return [
+        Hop(lambda g: peer(g, -1), lambda g: peer(g, 1), k - 1, k),
+        Hop(lambda g: g - k, lambda g: g + k, 1, k, net=True),
+    ]
+
+
+def _hops(offs: list[int] | list[Hop]) -> list[Hop]:
+    """Peer offsets (equal shares, the node's fabric) or hops, as hops."""
+    if offs and isinstance(offs[0], Hop):
+        return list(offs)
+    return [Hop(lambda g, o=o: g + o, lambda g, o=o: g - o, 1, len(offs)) for o in offs]
+
+
+def net_wire(hw: Hardware, algo: Algo) -> float:
+    """Wire bytes per payload byte on a NIC: its achievable share of the line rate times the protocol's
+    payload share."""
+    return 1.0 / (hw.network.efficiency * protocol(hw, algo.proto).bw_fraction)
+
+
+def ring_step_latency(hw: Hardware, algo: Algo, ex: Executor, n: int) -> float:
+    """Latency of one ring step. Across nodes, NCCL's tuning model (src/graph/tuning.cc) charges a
+    ring of ``nsteps`` steps ``(nsteps - nInter) x max(intra, net overhead) + nInter x inter``, with
+    ``nInter / nsteps = (nodes - 1) / (n - 1)`` for every ring collective, the network post overhead
+    three times for Simple and ``hwLatencies[NET][Ring]`` across nodes; each step here takes that mean."""
+    alpha = step_latency(hw, algo, ex)
+    if not spans_nodes(hw, n) or ex.kind == "dma":
+        return alpha
+    net, proto = hw.network, protocol(hw, algo.proto)
+    intra = max(alpha, net.overhead_s * (3 if algo.proto == "simple" else 1))
+    inter = proto.net_step_latency_s
+    nodes = n // hw.topology.gpus
+    return intra + (nodes - 1) / (n - 1) * (inter - intra)
+
+
+def nic_Bps_per_gpu(hw: Hardware) -> float:
+    """A GPU's share of its node's NICs (bytes/s per direction)."""
+    net = hw.network
+    return net.nic_Bps * net.nics_per_node / hw.topology.gpus
+
+
+def _net_busbw_cap(hw: Hardware, algo: Algo, n: int) -> float:
+    """A protocol's bus bandwidth cap across ``n`` GPUs (NCCL's llMaxBws by node count: 2 nodes, more)."""
+    proto = protocol(hw, algo.proto)
+    return proto.net2_max_busbw_Bps if n // hw.topology.gpus <= 2 else proto.net_max_busbw_Bps
+
+
 @dataclass(frozen=True)
 class Step:
     """One primitive of a ring, in units of the block ``c``: bytes read and written locally by the
@@ -249,11 +327,11 @@ def transfer_work(
 
 
 def step_op(
-    b: ScheduleBuilder, g: int, key: str, st: Step, c: float, offs: list[int], *, algo: Algo, ex: Executor,
+    b: ScheduleBuilder, g: int, key: str, st: Step, c: float, offs: list[int] | list[Hop], *, algo: Algo, ex: Executor,
     cat: str, delay: float, deps: list[Ref], prio: int, land=None, recv_reduce: bool = False,
 ) -> None:  # fmt: skip
     """One primitive on GPU g: reads and local writes at g, ``st.send * c`` spread over the peers
-    ``g + off`` (landing there, or ``land(dst, nbytes)`` -> (work, written bytes) for NMC updates).
+    ``g + off`` or the hops (:class:`Hop`: across nodes through the NICs) (landing there, or ``land(dst, nbytes)`` -> (work, written bytes) for NMC updates).
     ``recv_reduce``: the receiver also reduces each landed share into its own block (2 reads + 1
     write on its CUs), the store-and-forward ring."""
     hw = b.hw
@@ -266,24 +344,27 @@ def step_op(
     reads, written = st.rd * c, st.wl * c
     sent = st.send * c
     if sent:
-        wire = _wire(hw, algo)
-        share = sent / len(offs)
+        hops = _hops(offs)
         cap = _busbw_cap(hw, algo, ex)
-        for off in offs:
-            for r in b.path(g, g + off):
+        if any(h.net for h in hops):
+            cap = _net_busbw_cap(hw, algo, b.n) or cap
+        for h in hops:
+            share = sent * h.num / h.den
+            dst = h.dst(g)
+            wire = net_wire(hw, algo) if h.net else _wire(hw, algo)
+            for r in b.nic_path(g, dst) if h.net else b.path(g, dst):
                 work.append((r, share * wire))
                 if cap:
-                    caps.append((r, cap / len(offs) * wire))
+                    caps.append((r, cap * h.num / h.den * wire))
             if land is None:
-                work.append((b.hbm_w(g + off), share))
+                work.append((b.hbm_w(dst), share))
                 written += share
             else:
-                lw, lb = land(g + off, share)
+                lw, lb = land(dst, share)
                 work += lw
                 written += lb
             if recv_reduce:
-                r = g + off
-                work += [(b.hbm(r), 2 * share), (b.hbm_w(r), share)] + ex.reduce_work(b, r, 3 * share)
+                work += [(b.hbm(dst), 2 * share), (b.hbm_w(dst), share)] + ex.reduce_work(b, dst, 3 * share)
                 reads, written = reads + 2 * share, written + share
     if ex.kind == "dma":
         work += ex.work(b, g, 2 * sent, sent + st.wl * c)
@@ -298,18 +379,16 @@ def step_op(
     )  # fmt: skip
 
 
-def ring_step_deps(
-    start: StartFn, g: int, j: int, prefix: str, offs: tuple[int, ...] | list[int] = (-1,)
-) -> list[Ref]:
-    """Dependencies of step ``j`` of a ring on GPU g (g sends to g + off): step 0 waits for ``start`` of
-    g and of its receivers (their kernels must be running to accept data); step j waits for g's own
-    step j-1 and for the data g received in step j-1 (from g - off)."""
+def ring_step_deps(start: StartFn, g: int, j: int, prefix: str, hops: list[Hop]) -> list[Ref]:
+    """Dependencies of step ``j`` of a ring on GPU g (g sends to each hop's ``dst(g)``): step 0 waits
+    for ``start`` of g and of its receivers (their kernels must be running to accept data); step j waits
+    for g's own step j-1 and for the data g received in step j-1 (from each hop's ``src(g)``)."""
     if j == 0:
         out = list(start(g))
-        for off in offs:
-            out += [r for r in start(g + off) if r not in out]
+        for h in hops:
+            out += [r for r in start(h.dst(g)) if r not in out]
         return out
-    return [(g, f"{prefix}.{j - 1}")] + [(g - off, f"{prefix}.{j - 1}") for off in offs]
+    return [(g, f"{prefix}.{j - 1}")] + [(h.src(g), f"{prefix}.{j - 1}") for h in hops]
 
 
 def run_ring(
@@ -321,19 +400,24 @@ def run_ring(
     ``recv_reduce``: the store-and-forward ring: the receiver also reduces each landed chunk into its
     own (2 reads + 1 write, in the step)."""
     hw, n = b.hw, b.n
-    offs = ring_offsets(hw, n)
-    alpha = step_latency(hw, algo, ex)
+    if spans_nodes(hw, n) and ex.kind == "dma":
+        raise ConfigError(
+            f"executor: a ring of copy engines across the nodes of '{hw.name}' is not modelled (the network's"
+            " transfers are the library kernel's)"
+        )
+    hops = ring_hops(hw, n)
+    alpha = ring_step_latency(hw, algo, ex, n)
     first = (hw.compute.kernel_launch_s if launch else 0.0) + base_latency(hw, algo, ex)
     last = len(steps) - 1
     for g in b.gpus:
         for j, st in enumerate(steps):
             cat = cats(j)
             key = f"{prefix}.{j}"
-            deps = ring_step_deps(start, g, j, prefix, offs)
-            step_op(b, g, key, st, c, offs, algo=algo, ex=ex, cat=cat, delay=alpha + (first if j == 0 else 0.0),
+            deps = ring_step_deps(start, g, j, prefix, hops)
+            step_op(b, g, key, st, c, hops, algo=algo, ex=ex, cat=cat, delay=alpha + (first if j == 0 else 0.0),
                      deps=deps, prio=prio, land=land, recv_reduce=recv_reduce)  # fmt: skip
         if tail is not None:
-            deps = [(g, f"{prefix}.{last}")] + [(g - off, f"{prefix}.{last}") for off in offs]
+            deps = [(g, f"{prefix}.{last}")] + [(h.src(g), f"{prefix}.{last}") for h in hops]
             cat = cats(last + 1)
             work: Work = [(b.hbm(g), tail.rd * c)] + ([(b.hbm_w(g), tail.wl * c)] if tail.wl else [])
             work += ex.reduce_work(b, g, tail.mem * c) if tail.rd > 1 else ex.work(b, g, tail.mem * c)
@@ -399,6 +483,12 @@ def candidates(
     all-reduce of at most ``collective.direct_max_bytes`` on a mesh or switch."""
     ex = ex or Executor()
     kind = hw.topology.kind
+    if spans_nodes(hw, n):
+        # NCCL across nodes: the ring (its Tree, PAT, NVLS-Tree and CollNet are not modelled here); NVLS
+        # alone needs CollNet there (tuning.cc), the copy engines do not drive the NICs
+        if op == "all_to_all" or ex.kind == "dma":
+            return []
+        return [Algo("ring", p) for p in PROTOCOLS if protocol(hw, p).enabled] or [Algo("ring", "simple")]
     if ex.kind == "dma":
         if kind == "ring":
             return [Algo("ring-sf" if op == "reduce_scatter" else "ring")] if op != "all_to_all" else []
@@ -420,7 +510,7 @@ def candidates(
 
 
 def nvls_available(hw: Hardware, n: int) -> bool:
-    return hw.topology.kind == "switch" and hw.collective.nvls_reduce_Bps > 0 and n >= 2
+    return hw.topology.kind == "switch" and hw.collective.nvls_reduce_Bps > 0 and n >= 2 and not spans_nodes(hw, n)
 
 
 def valid_algos(op: str, hw: Hardware, n: int) -> list[str]:
@@ -428,7 +518,7 @@ def valid_algos(op: str, hw: Hardware, n: int) -> list[str]:
     kind = hw.topology.kind
     out = ["auto"]
     for name in ALGORITHMS[op]:
-        if name == "direct" and kind == "ring":
+        if name == "direct" and (kind == "ring" or spans_nodes(hw, n)):
             continue
         if name == "nvls":
             if nvls_available(hw, n):
@@ -447,6 +537,12 @@ def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = N
     if hit is not None and hit[0] is hw:
         return hit[1]
     cands = candidates(op, hw, n, ex, nbytes)
+    if not cands and spans_nodes(hw, n):
+        raise ScheduleError(
+            f"gpus: {op} {'on copy engines ' if ex.kind == 'dma' else ''}across the {n // hw.topology.gpus} nodes"
+            f" of '{hw.name}' is not modelled (across nodes: the library's ring all-reduce, all-gather and"
+            " reduce-scatter)"
+        )
     if not cands:
         raise ScheduleError(f"topology: {op} is not modelled on a {hw.topology.kind} topology")
     best = None
@@ -782,12 +878,21 @@ def step_time(
     """Duration (s, delay excluded) of one ring step on an idle node: its slowest resource (every GPU
     runs the same step at once, so each resource carries one GPU's share). ``parts``: each resource's
     seconds are added to it under its name (``link``, ``hbm``, ``cu``)."""
-    offs = ring_offsets(hw, n)
     sent = st.send * c
     wire = _wire(hw, algo)
-    per_link = sent if hw.topology.kind == "switch" else sent / len(offs)  # a switch port carries all
-    link = per_link * wire / hw.link.bandwidth_Bps
     cap = _busbw_cap(hw, algo, ex)
+    if spans_nodes(hw, n):  # the node's share through the switch ports, the network's through the NICs
+        k = hw.topology.gpus
+        net = hw.network
+        link = max(
+            sent * (k - 1) / k * wire / hw.link.bandwidth_Bps,
+            sent / k * net_wire(hw, algo) / nic_Bps_per_gpu(hw),
+        )
+        cap = _net_busbw_cap(hw, algo, n) or cap
+    else:
+        offs = ring_offsets(hw, n)
+        per_link = sent if hw.topology.kind == "switch" else sent / len(offs)  # a switch port carries all
+        link = per_link * wire / hw.link.bandwidth_Bps
     if cap and sent:
         link = max(link, sent / cap)
     reads, writes = st.rd * c, st.wl * c + sent
@@ -821,7 +926,7 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
     launch_s = hw.compute.kernel_launch_s if launch else 0.0
     base = base_latency(hw, algo, ex)
     t0 = launch_s + base
-    alpha = step_latency(hw, algo, ex)
+    alpha = ring_step_latency(hw, algo, ex, n) if algo.name in ("ring", "ring-sf") else step_latency(hw, algo, ex)
     c = nbytes / n
     res: dict[str, float] = {}  # each resource's seconds over the steps (the slowest one sets a step)
     hops = 1

@@ -67,7 +67,7 @@ class Policy:
 class Resource:
     name: str
     capacity: float  # units per second
-    kind: str  # "cu", "hbm", "link", "dma", "port"
+    kind: str  # "cu", "hbm", "link", "dma", "port", "nic", "l2", "switch"
     gpu: int
     policy: Policy = field(default_factory=Policy)
     timing: HbmTiming | None = None  # a memory resource: turnaround and latency (t3.sim.memory)
@@ -188,6 +188,8 @@ class ScheduleBuilder:
         self.n = n_gpus
         self.symmetric = symmetric
         self.gpus = [0] if symmetric else list(range(n_gpus))
+        # GPUs per node where the GPUs span several nodes joined by hw.network (0: one node)
+        self.node_gpus = hw.topology.gpus if hw.network is not None and n_gpus > hw.topology.gpus else 0
         self._ops: list[Op] = []
         self._index: dict[Ref, int] = {}
         self._deps: list[tuple[Ref, ...]] = []
@@ -283,11 +285,35 @@ class ScheduleBuilder:
             hit = self._known["path", src, dst] = tuple(self._path(src, dst))
         return list(hit)
 
+    def nic_path(self, src: int, dst: int) -> list[int]:
+        """Resources a transfer src -> dst between nodes occupies: src's NIC share out and dst's in
+        (``network.nics_per_node`` NICs shared by the node's GPUs; rail-optimised: one leaf switch per
+        rail, whose capacity is not a limit), each at bytes/s."""
+        hit = self._known.get(("nic", src, dst))
+        if hit is None:
+            net, k = self.hw.network, self.node_gpus
+            if not k or (src % self.n) // k == (dst % self.n) // k:
+                raise ScheduleError(f"transfer {src % self.n}->{dst % self.n} does not cross nodes")
+            bw = net.nic_Bps * net.nics_per_node / k
+            s, d = self.canon(src), self.canon(dst)
+            hit = self._known["nic", src, dst] = (
+                self._resource(f"nic-out:{s}", bw, "nic", s),
+                self._resource(f"nic-in:{d}", bw, "nic", d),
+            )
+        return list(hit)
+
     def _path(self, src: int, dst: int) -> list[int]:
         n = self.n
         src, dst = src % n, dst % n
         if src == dst:
             raise ScheduleError(f"transfer from GPU {src} to itself")
+        k = self.node_gpus
+        if k and src // k != dst // k:
+            raise ScheduleError(
+                f"transfer {src}->{dst} crosses from node {src // k} to node {dst // k} of '{self.hw.name}':"
+                " across nodes only the library's ring collectives are modelled (all-reduce, all-gather,"
+                " reduce-scatter), not this schedule's own transfers"
+            )
         bw = self.hw.link.bandwidth_Bps
         kind = self.hw.topology.kind
         off = (dst - src) % n

@@ -120,7 +120,7 @@ def _counters(res: Result, pid_of: dict[int, int]) -> list[dict[str, Any]]:
     for t0, _t1, snap in res.usage or []:
         now: dict[int, dict[str, float]] = {}
         for (r, cat), rate in snap.items():
-            if resources[r].kind in ("hbm", "link", "port"):
+            if resources[r].kind in ("hbm", "link", "port", "nic"):
                 cats.setdefault(r, set()).add(cat)
                 d = now.setdefault(r, {})
                 d[cat] = d.get(cat, 0.0) + rate / 1e9

@@ -784,7 +784,9 @@ def with_base(data: dict[str, Any], origin: str, seen: tuple[str, ...] = ()) -> 
         raise ConfigError(f"{origin}: base: expected a preset name, got {describe_value(base)}")
     if base in seen:
         raise ConfigError(f"{origin}: base: '{base}' names itself through {' -> '.join(seen)}")
-    parent = with_base(parse_toml(_preset_text(base), f"hardware '{base}'"), f"hardware '{base}'", (*seen, base))
+    parent = with_base(
+        parse_toml(_preset_text(base), f"hardware '{base}'"), f"hardware '{base}'", (*seen, base)
+    )
     parent.pop("name", None)
     parent.pop("description", None)
     return _merged(parent, {k: v for k, v in data.items() if k != "base"})

@@ -510,7 +510,12 @@ def candidates(
 
 
 def nvls_available(hw: Hardware, n: int) -> bool:
-    return hw.topology.kind == "switch" and hw.collective.nvls_reduce_Bps > 0 and n >= 2 and not spans_nodes(hw, n)
+    return (
+        hw.topology.kind == "switch"
+        and hw.collective.nvls_reduce_Bps > 0
+        and n >= 2
+        and not spans_nodes(hw, n)
+    )
 
 
 def valid_algos(op: str, hw: Hardware, n: int) -> list[str]:
@@ -883,7 +888,6 @@ def step_time(
     cap = _busbw_cap(hw, algo, ex)
     if spans_nodes(hw, n):  # the node's share through the switch ports, the network's through the NICs
         k = hw.topology.gpus
-        net = hw.network
         link = max(
             sent * (k - 1) / k * wire / hw.link.bandwidth_Bps,
             sent / k * net_wire(hw, algo) / nic_Bps_per_gpu(hw),
@@ -926,7 +930,9 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
     launch_s = hw.compute.kernel_launch_s if launch else 0.0
     base = base_latency(hw, algo, ex)
     t0 = launch_s + base
-    alpha = ring_step_latency(hw, algo, ex, n) if algo.name in ("ring", "ring-sf") else step_latency(hw, algo, ex)
+    alpha = (
+        ring_step_latency(hw, algo, ex, n) if algo.name in ("ring", "ring-sf") else step_latency(hw, algo, ex)
+    )
     c = nbytes / n
     res: dict[str, float] = {}  # each resource's seconds over the steps (the slowest one sets a step)
     hops = 1

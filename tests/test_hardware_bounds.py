@@ -32,7 +32,10 @@ def _field(path: str):
 
 
 def _preset(path: str) -> str:
-    """A preset that has the section ``path`` is in (power: only the measured GPUs have one)."""
+    """A preset that has the section ``path`` is in (power: only the measured GPUs have one; network:
+    the presets of several nodes)."""
+    if path.startswith("network."):
+        return "h100-2x8"
     return "h100-8" if path.startswith("power.") else "paper-80cu"
 
 
@@ -75,7 +78,9 @@ def test_above_the_bound_is_refused_and_the_bound_itself_is_accepted(path):
 
 
 # topology.gpus: its field's own "greater than 1" refuses 1 first
-@pytest.mark.parametrize("path", [p for p in SCALARS if BOUNDS[p][0] > 1 and p != "topology.gpus"])
+@pytest.mark.parametrize(
+    "path", [p for p in SCALARS if BOUNDS[p][0] > 1 and p not in ("topology.gpus", "network.nodes")]
+)
 def test_below_the_lower_bound_is_refused(path):
     lo = BOUNDS[path][0]
     below = int(lo) - 1 if _is_int(path) else lo / 2

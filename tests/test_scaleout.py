@@ -126,7 +126,9 @@ def test_network_input_errors(tmp_path, extra, ll, msg):
 
 def test_missing_net_latency_is_named(tmp_path):
     p = tmp_path / "x.toml"
-    p.write_text(NET.format(extra="", ll="2.7e-6").replace("[collective.ll]\nnet_step_latency_s = 2.7e-6\n", ""))
+    p.write_text(
+        NET.format(extra="", ll="2.7e-6").replace("[collective.ll]\nnet_step_latency_s = 2.7e-6\n", "")
+    )
     with pytest.raises(ConfigError, match=r"collective\.ll\.net_step_latency_s: needed with a \[network\]"):
         load_hardware(p)
 

@@ -59,6 +59,7 @@ def _register() -> None:
         reproduce_ficco,
         reproduce_t3,
         run,
+        study,
         sweep,
         trace,
         validate,

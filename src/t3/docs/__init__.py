@@ -53,6 +53,7 @@ RECORDS: tuple[Recorded, ...] = (
     fb.FICCO,
     fb.CEILING,
     tb.CALIBRATION,
+    tb.TODAY,
     rb.RUNTIME_BENCH,
     rb.HANDSHAKE_BENCH,
     rb.SWEEP_BENCH,
@@ -96,6 +97,7 @@ BLOCKS: tuple[Block, ...] = (
           (rb.HANDSHAKE_BENCH,)),
     Block("sweep-bench", "`PYTHONPATH=src python3 benchmarks/bench_sweep.py`", rb.sweep_bench, (rb.SWEEP_BENCH,)),
     Block("ficco-engine-findings", _FICCO, fb.engine_findings_block, (fb.FICCO,)),
+    Block("today-study", "`t3 study`", tb.today_tables, (tb.TODAY,)),
 )  # fmt: skip
 BY_NAME = {b.name: b for b in BLOCKS}
 RECORD_BY_NAME = {r.name: r for r in RECORDS}

@@ -298,3 +298,36 @@ def trace_fixture_projection(ctx: Context) -> str:
             f"{ms('sequential')}, ideal {ms('ideal')}, T3 / T3-MCA {ms('t3')} / {ms('t3-mca')}{hyp}, "
             f"FiCCO {ms('ficco')} (the selector's picks: "
             + "; ".join(f"`{s}` for {len(v)} pair(s)" for s, v in sorted(picks.items())) + ").")  # fmt: skip
+
+
+# ---- the T3 study on today's machines (`t3 study`) ------------------------------------------------------
+def _today_make(ctx: Context, given: Path | None) -> dict[str, Any]:
+    import json as _json
+
+    if given is not None:
+        if not given.is_file():
+            raise SourceError(f"no file {given} (the output of `t3 study --json`)")
+        doc = _json.loads(given.read_text())
+    else:
+        from t3.experiments.study import study
+
+        doc = study()
+    return {"points": doc["points"], "skipped": doc["skipped"], "errors": doc["errors"]}
+
+
+TODAY = Recorded(
+    name="today",
+    command="t3 study --json",
+    entries=("t3.experiments.study", "t3.cli.study"),
+    data_files=("src/t3/workload/models/zoo.toml", "src/t3/validation/data/gemms.toml",
+                "src/t3/validation/data/collectives.toml", "src/t3/validation/data/overlap.toml",
+                *(f"src/t3/config/presets/{p}.toml" for p in ("h100-8", "h200-8", "b200-8", "gb200-nvl72",
+                                                            "mi300x-8", "mi325x-8", "mi355x-8"))),
+    make=_today_make,
+)  # fmt: skip
+
+
+def today_tables(ctx: Context) -> str:
+    from t3.cli.study import to_markdown
+
+    return to_markdown(ctx.record(TODAY))

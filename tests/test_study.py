@@ -88,3 +88,9 @@ def test_cli_json():
         [sys.executable, "-m", "t3", "study", "--hw", "nope"], capture_output=True, text=True
     )
     assert bad.returncode == 2 and "unknown preset 'nope'" in bad.stderr
+
+
+def test_a_tp_the_model_cannot_split_is_left_out_with_the_models_reason():
+    d = study(("h100-2x8",), ("llama-3-8b",), (16,), ficco=False)
+    assert d["points"] == []
+    assert "kv_heads = 8 is not divisible by tp=16" in d["skipped"][0]["why"]

@@ -23,7 +23,7 @@ import statistics
 from typing import Any
 
 from t3.config.hardware import load_hardware, tp_refusal
-from t3.errors import ConfigError
+from t3.errors import ConfigError, WorkloadError
 
 DEFAULT_HARDWARE = ("h100-8", "h200-8", "b200-8", "gb200-nvl72", "mi300x-8", "mi325x-8", "mi355x-8")
 DEFAULT_MODELS = ("llama-3-70b", "llama-3-405b", "mixtral-8x7b")
@@ -107,7 +107,7 @@ def study(
                 if why is None:
                     try:
                         sublayer_operator(m, sublayer, t)
-                    except ConfigError as err:
+                    except (ConfigError, WorkloadError) as err:
                         why = str(err)
                 if why:
                     skipped.append({"hardware": hw.name, "model": m.name, "tp": t, "why": why})

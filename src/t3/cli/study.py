@@ -49,7 +49,10 @@ def to_markdown(doc: dict) -> str:
         "| preset | GEMM error | collective error | overlap speed-up error |",
         "|---|---:|---:|---:|",
     ]
-    for hw, e in doc["errors"].items():
+    seen = list(dict.fromkeys(p["hardware"] for p in doc["points"]))
+    order = seen + sorted(h for h in doc["errors"] if h not in seen)  # a record read back is key-sorted
+    for hw in order:
+        e = doc["errors"][hw]
         lines.append(
             f"| {hw} | {_err(e['gemm_tflops'])} | {_err(e['collective_busbw'])} | {_err(e['overlap_speedup'])} |"
         )

@@ -69,7 +69,7 @@ def line(cat: str, hw: str, os_: list) -> tuple[str, bool]:
         ok &= right >= lim_sign * len(os_)
         target.append(f"signs >= {lim_sign * 100:.0f} %")
     verdict = ("PASS" if ok else "MISS") if target else "-"
-    text = (f"{cat:18s} {hw:9s} {len(os_):5d} {med * 100:9.1f} {u:2s}{mx * 100:8.1f} {u:2s}{signs:>7s}   "
+    text = (f"{cat:18s} {hw:11s} {len(os_):5d} {med * 100:9.1f} {u:2s}{mx * 100:8.1f} {u:2s}{signs:>7s}   "
             f"{', '.join(target) or 'no target':38s} {verdict}")  # fmt: skip
     return text, ok or not target
 
@@ -82,7 +82,7 @@ def main() -> int:
     rows = [r for r in load_dataset() if r.role == "validation"]
     outcomes = [o for o in run(rows) if in_scope(o)]
     wall = time.perf_counter() - t0
-    print(f"{'category':18s} {'hardware':9s} {'rows':>5s} {'median|err|':>11s} {'max|err|':>10s} "
+    print(f"{'category':18s} {'hardware':11s} {'rows':>5s} {'median|err|':>11s} {'max|err|':>10s} "
           f"{'signs':>7s}   {'target':38s} verdict")  # fmt: skip
     all_ok = True
     for cat in TARGETS:

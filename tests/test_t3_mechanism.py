@@ -273,13 +273,14 @@ def test_deterministic():
 @pytest.mark.parametrize("tp", [8, 16, 32])
 def test_every_zoo_model_runs(tp):
     """The mechanism runs for every zoo model at TP 8/16/32 on paper-80cu where the model splits over that
-    TP (Llama 3's 8 KV heads do not split over 16 or 32 GPUs); RS+AG link bytes are exact."""
+    TP (the 8 KV heads of Llama 3 and Mixtral do not split over 16 or 32 GPUs); RS+AG link bytes are exact."""
     from t3.errors import WorkloadError
     from t3.workload import model_names
 
     hw = load_hardware("paper-80cu")
     for m in model_names():
-        if m.startswith("llama-3") and tp > 8:
+        kv = get_model(m).kv_heads
+        if kv is not None and kv % tp:  # Llama 3's and Mixtral's 8 KV heads
             with pytest.raises(WorkloadError, match=f"kv_heads = 8 is not divisible by tp={tp}"):
                 sublayer_operator(get_model(m), "fc2", tp)
             continue

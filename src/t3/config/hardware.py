@@ -203,8 +203,9 @@ class Topology(_Strict):
         gt=1,
         description="GPUs in the node: more GPUs than this are refused, except that a sublayer run"
         " (t3 run, sweeps, t3 ficco) on a ring spans whole nodes of this many GPUs (the T3 paper runs TP 16"
-        " and 32 on its 8-GPU ring; a TP above it must be a multiple of it: tp_refusal); the GPU count of a"
-        " collective or overlap given none",
+        " and 32 on its 8-GPU ring; a TP above it must be a multiple of it: tp_refusal), and that with a"
+        " [network] whole nodes up to network.nodes of them run; the GPU count of a collective or overlap"
+        " given none",
     )
     bidirectional_ring: bool = Field(
         default=False, description="ring collectives use both directions (halves per-direction bytes)"

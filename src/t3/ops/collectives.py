@@ -327,13 +327,14 @@ def transfer_work(
 
 
 def step_op(
-    b: ScheduleBuilder, g: int, key: str, st: Step, c: float, offs: list[int] | list[Hop], *, algo: Algo, ex: Executor,
-    cat: str, delay: float, deps: list[Ref], prio: int, land=None, recv_reduce: bool = False,
+    b: ScheduleBuilder, g: int, key: str, st: Step, c: float, offs: list[int] | list[Hop], *, algo: Algo,
+    ex: Executor, cat: str, delay: float, deps: list[Ref], prio: int, land=None, recv_reduce: bool = False,
 ) -> None:  # fmt: skip
     """One primitive on GPU g: reads and local writes at g, ``st.send * c`` spread over the peers
-    ``g + off`` or the hops (:class:`Hop`: across nodes through the NICs) (landing there, or ``land(dst, nbytes)`` -> (work, written bytes) for NMC updates).
-    ``recv_reduce``: the receiver also reduces each landed share into its own block (2 reads + 1
-    write on its CUs), the store-and-forward ring."""
+    ``g + off`` or over the hops (:class:`Hop`; across nodes through the NICs), landing there, or
+    ``land(dst, nbytes)`` -> (work, written bytes) for NMC updates. ``recv_reduce``: the receiver also
+    reduces each landed share into its own block (2 reads + 1 write on its CUs), the store-and-forward
+    ring."""
     hw = b.hw
     work: Work = []
     if st.rd:

@@ -164,3 +164,13 @@ def test_a_schedules_own_transfers_across_nodes_are_refused():
     # the library's collectives are modelled: a sequential sublayer across two nodes runs
     out = get_config("sequential").run(op, hw, RunOptions())
     assert out.results[0].makespan > 0
+
+
+def test_ficco_across_nodes_is_refused_before_any_work():
+    """FiCCO's schedules move data between GPUs themselves: across nodes refused with the reason (one
+    node of the same preset runs)."""
+    from t3.api import overlap
+
+    with pytest.raises(ConfigError, match="span nodes of 'h100-2x8'"):
+        overlap("gemm-rs", 8192, 4096, 1792, gpus=16, hardware="h100-2x8", schedule="best")
+    assert overlap("gemm-rs", 8192, 4096, 1792, gpus=8, hardware="h100-2x8")["time_s"] > 0

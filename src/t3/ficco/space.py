@@ -232,6 +232,11 @@ def check_fits(fop: FiccoOperator, hw: Hardware) -> None:
     kind = hw.topology.kind
     if why := tp_refusal(hw, fop.gpus, "gpus"):
         raise ConfigError(why)
+    if hw.network is not None and fop.gpus > hw.topology.gpus:
+        raise ConfigError(
+            f"gpus: FiCCO's schedules on {fop.gpus} GPUs span nodes of '{hw.name}'; its transfers are modelled"
+            f" within one node's fabric only (gpus <= {hw.topology.gpus})"
+        )
     if fop.op == "moe" and kind == "ring":
         raise ConfigError(
             f"op: moe (all-to-all) is modelled on mesh and switch topologies only, '{hw.name}' is a ring"

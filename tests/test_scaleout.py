@@ -15,7 +15,9 @@ from t3.workload import get_model, sublayer_operator
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 
 
-@pytest.mark.parametrize("hw_name,gpus", [("h100-2x8", 16), ("h200-4x8", 32), ("h200-4x8", 16)])
+@pytest.mark.parametrize(
+    "hw_name,gpus", [("h100-2x8", 16), ("h200-4x8", 32), ("h200-4x8", 16), ("b200-4x8", 32)]
+)
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("nbytes", [8192, 3 << 20, 1 << 30])
 def test_ring_across_nodes_closed_form_and_symmetry(hw_name, gpus, op, nbytes):

@@ -64,3 +64,17 @@ def test_rows_loaded_and_blind():
     assert cats == {"collective_busbw", "gemm_tflops"}
     assert len(rows) >= 3 and all(r.role == "validation" and r.blind for r in rows)
     assert {r.workload["gpus"] for r in rows if r.category == "collective_busbw"} == {4, 72}
+
+
+@pytest.mark.parametrize("config", ["sequential", "ideal-gemm-rs-overlap", "t3", "t3-mca", "ideal-rs-nmc"])
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_size_guard_holds_at_tp72(config, symmetric):
+    """The size guard's estimate stays within 2x of the ops simulated at TP 72, on both paths."""
+    from t3 import size
+
+    hw = load_hardware(HW, {"nmc.present": True})
+    op = sublayer_operator(TP72, "fc2", 72)
+    out = get_config(config).run(op, hw, RunOptions(symmetric=symmetric))
+    built = sum(len(r.schedule.ops) for r in out.results)
+    est = size.run_work(op, hw, config, symmetric).ops
+    assert 0.5 * built <= est <= 2 * built, (est, built)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from t3.docs.sources import Context, Recorded, SourceError
+from t3.experiments.study import DEFAULT_HARDWARE
 
 
 def pct(x: float | None, nd: int = 1) -> str:
@@ -321,8 +322,7 @@ TODAY = Recorded(
     entries=("t3.experiments.study", "t3.cli.study"),
     data_files=("src/t3/workload/models/zoo.toml", "src/t3/validation/data/gemms.toml",
                 "src/t3/validation/data/collectives.toml", "src/t3/validation/data/overlap.toml",
-                *(f"src/t3/config/presets/{p}.toml" for p in ("h100-8", "h200-8", "b200-8", "gb200-nvl72",
-                                                            "mi300x-8", "mi325x-8", "mi355x-8"))),
+                *(f"src/t3/config/presets/{p}.toml" for p in DEFAULT_HARDWARE)),
     make=_today_make,
 )  # fmt: skip
 

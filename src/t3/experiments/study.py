@@ -30,12 +30,10 @@ DEFAULT_MODELS = ("llama-3-70b", "llama-3-405b", "mixtral-8x7b")
 DESIGNS = ("sequential", "nvls", "ideal", "t3", "t3_mca", "ficco")
 
 
-def _errors(hardware: str) -> dict[str, Any]:
-    """Median |error| of the validation rows of ``hardware`` per category (``t3 validate``)."""
-    from t3.validation import load_dataset
+def _errors(rows: list) -> dict[str, Any]:
+    """Median |error| of ``rows`` (one preset's validation rows) per category (``t3 validate``)."""
     from t3.validation.runner import run
 
-    rows = [r for r in load_dataset() if r.hardware == hardware and r.role == "validation"]
     out: dict[str, Any] = {}
     by: dict[str, list[float]] = {}
     for o in run(rows):
@@ -50,6 +48,7 @@ def point(hardware: str, model: str, tp: int, sublayer: str = "fc2", ficco: bool
     """One (preset, model, TP) point of the study (see the module docstring)."""
     from t3.api import overlap, run
     from t3.ops.collectives import nvls_available, simulate_collective
+    from t3.workload import get_model, sublayer_operator
 
     hw = load_hardware(hardware)
     seq = run(model=model, tp=tp, sublayer=sublayer, config="sequential", hardware=hw)
@@ -60,7 +59,7 @@ def point(hardware: str, model: str, tp: int, sublayer: str = "fc2", ficco: bool
         "gemm": g, "time_s": {"sequential": t_seq}, "collectives": seq.get("collectives", {}),
     }  # fmt: skip
     if nvls_available(hw, tp):
-        nbytes = g["m"] * g["n"] * (2 if g["dtype"] in ("fp16", "bf16") else 4 if g["dtype"] == "fp32" else 1)
+        nbytes = sublayer_operator(get_model(model), sublayer, tp).comm_bytes  # what Sequential all-reduces
         ar = simulate_collective("all_reduce", float(nbytes), tp, hw, algo="nvls/simple")
         out["time_s"]["nvls"] = seq["breakdown_s"]["gemm"] + ar["time_s"]
     else:
@@ -92,6 +91,7 @@ def study(
 ) -> dict[str, Any]:  # fmt: skip
     """Every (preset, model, TP) point; a TP the preset cannot form or the model cannot split is left
     out with the reason (``skipped``). Every input is checked before any point runs."""
+    from t3.validation import load_dataset
     from t3.workload import get_model, sublayer_operator
 
     hws = [load_hardware(h) for h in hardware]
@@ -99,6 +99,7 @@ def study(
     for t in tp:
         if not isinstance(t, int) or isinstance(t, bool) or t < 2:
             raise ConfigError(f"tp: must be an integer >= 2, got {t!r}")
+    rows = [r for r in load_dataset() if r.role == "validation"]
     points, skipped = [], []
     for hw in hws:
         for m in specs:
@@ -116,7 +117,7 @@ def study(
     return {
         "points": points,
         "skipped": skipped,
-        "errors": {hw.name: _errors(hw.name) for hw in hws},
+        "errors": {hw.name: _errors([r for r in rows if r.hardware == hw.name]) for hw in hws},
         "definitions": {
             "speedup": "T_sequential / T - 1 (FiCCO: T_bulk / T_best - 1, its own GEMM-then-reduce-scatter baseline)",
             "t3, t3_mca": "with near-memory compute added to the GPU (nmc.present = true): T3's proposal, on no GPU sold",

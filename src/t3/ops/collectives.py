@@ -277,10 +277,14 @@ def nic_Bps_per_gpu(hw: Hardware) -> float:
     return net.nic_Bps * net.nics_per_node / hw.topology.gpus
 
 
-def _net_busbw_cap(hw: Hardware, algo: Algo, n: int) -> float:
-    """A protocol's bus bandwidth cap across ``n`` GPUs (NCCL's llMaxBws by node count: 2 nodes, more)."""
+def _ring_busbw_cap(hw: Hardware, algo: Algo, ex: Executor, n: int) -> float:
+    """A ring's bus bandwidth cap on ``n`` GPUs: the protocol's, or across nodes NCCL's llMaxBws by node
+    count (2 nodes, more) where the preset gives one."""
+    cap = _busbw_cap(hw, algo, ex)
+    if not spans_nodes(hw, n):
+        return cap
     proto = protocol(hw, algo.proto)
-    return proto.net2_max_busbw_Bps if n // hw.topology.gpus <= 2 else proto.net_max_busbw_Bps
+    return (proto.net2_max_busbw_Bps if n // hw.topology.gpus <= 2 else proto.net_max_busbw_Bps) or cap
 
 
 @dataclass(frozen=True)
@@ -346,9 +350,7 @@ def step_op(
     sent = st.send * c
     if sent:
         hops = _hops(offs)
-        cap = _busbw_cap(hw, algo, ex)
-        if any(h.net for h in hops):
-            cap = _net_busbw_cap(hw, algo, b.n) or cap
+        cap = _ring_busbw_cap(hw, algo, ex, b.n)
         for h in hops:
             share = sent * h.num / h.den
             dst = h.dst(g)
@@ -484,17 +486,17 @@ def candidates(
     all-reduce of at most ``collective.direct_max_bytes`` on a mesh or switch."""
     ex = ex or Executor()
     kind = hw.topology.kind
+    protos = [p for p in PROTOCOLS if protocol(hw, p).enabled] or ["simple"]
     if spans_nodes(hw, n):
         # NCCL across nodes: the ring (its Tree, PAT, NVLS-Tree and CollNet are not modelled here); NVLS
         # alone needs CollNet there (tuning.cc), the copy engines do not drive the NICs
         if op == "all_to_all" or ex.kind == "dma":
             return []
-        return [Algo("ring", p) for p in PROTOCOLS if protocol(hw, p).enabled] or [Algo("ring", "simple")]
+        return [Algo("ring", p) for p in protos]
     if ex.kind == "dma":
         if kind == "ring":
             return [Algo("ring-sf" if op == "reduce_scatter" else "ring")] if op != "all_to_all" else []
         return [Algo("direct")]
-    protos = [p for p in PROTOCOLS if protocol(hw, p).enabled] or ["simple"]
     if op == "all_to_all":
         return [Algo("direct", p) for p in protos] if kind != "ring" else []
     if (
@@ -880,24 +882,22 @@ def step_time(
     ex: Executor,
     recv_reduce: bool = False,
     parts: dict[str, float] | None = None,
+    hops: list[Hop] | None = None,
 ) -> float:
     """Duration (s, delay excluded) of one ring step on an idle node: its slowest resource (every GPU
     runs the same step at once, so each resource carries one GPU's share). ``parts``: each resource's
-    seconds are added to it under its name (``link``, ``hbm``, ``cu``)."""
+    seconds are added to it under its name (``link``, ``hbm``, ``cu``). ``hops``: :func:`ring_hops`
+    (given by a caller that times many steps)."""
+    hops = ring_hops(hw, n) if hops is None else hops
     sent = st.send * c
-    wire = _wire(hw, algo)
-    cap = _busbw_cap(hw, algo, ex)
-    if spans_nodes(hw, n):  # the node's share through the switch ports, the network's through the NICs
-        k = hw.topology.gpus
-        link = max(
-            sent * (k - 1) / k * wire / hw.link.bandwidth_Bps,
-            sent / k * net_wire(hw, algo) / nic_Bps_per_gpu(hw),
-        )
-        cap = _net_busbw_cap(hw, algo, n) or cap
-    else:
-        offs = ring_offsets(hw, n)
-        per_link = sent if hw.topology.kind == "switch" else sent / len(offs)  # a switch port carries all
-        link = per_link * wire / hw.link.bandwidth_Bps
+    wire, bw = _wire(hw, algo), hw.link.bandwidth_Bps
+    if any(h.net for h in hops):
+        nwire, nbw = net_wire(hw, algo), nic_Bps_per_gpu(hw)
+    # each hop's share on its resource: a switch port or a link, or (across nodes) the GPU's NIC share
+    link = max(
+        sent * h.num / h.den * nwire / nbw if h.net else sent * h.num / h.den * wire / bw for h in hops
+    )
+    cap = _ring_busbw_cap(hw, algo, ex, n)
     if cap and sent:
         link = max(link, sent / cap)
     reads, writes = st.rd * c, st.wl * c + sent
@@ -944,7 +944,8 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
             steps, tail = ring_program(op, n)
             rr = False
         part = res if terms is not None else None
-        t = t0 + sum(alpha + step_time(hw, n, st, c, algo, ex, rr, part) for st in steps)
+        hops_of = ring_hops(hw, n)
+        t = t0 + sum(alpha + step_time(hw, n, st, c, algo, ex, rr, part, hops_of) for st in steps)
         hops = len(steps)
         if tail is not None:
             red = tail.rd > 1

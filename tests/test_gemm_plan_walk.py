@@ -1,6 +1,7 @@
-"""The GEMM planner's walk over each wave's operand blocks (merged intervals of last-use lists) against
-a brute-force oracle that visits every tile of every wave and keeps the wave that last used each A row
-block and B column block in a dict; and the planner's tile choice, which skips a tile whose CU time
+"""The GEMM planner's reuse distances (a row-major raster's in closed form, a column-major one's by a walk
+over each wave's operand blocks: merged intervals of last-use lists) against a brute-force oracle that
+visits every tile of every wave and keeps the wave that last used each A row block and B column block in
+a dict; the closed form against the walk bit for bit; and the planner's tile choice, which skips a tile whose CU time
 alone cannot beat the best so far, against the full scan of the menu."""
 
 from __future__ import annotations
@@ -88,6 +89,26 @@ def test_wave_reads_match_a_tile_by_tile_walk(case):
         assert w.read_bytes == pytest.approx(reads, rel=1e-12, abs=1e-6)
     # the distinct operand bytes per wave set the reuse distances: a wrong count moves the reads
     assert sum(w.read_bytes for w in plan.waves) == pytest.approx(sum(r for _, r in want), rel=1e-12)
+
+
+def test_the_closed_form_is_the_walk_bit_for_bit():
+    """A row-major raster's reuse in closed form (:func:`t3.ops.gemm._row_reuse`) gives the plan the walk
+    gives, every float equal (the order of the sums included), over chunks, orders, bypassed stores, odd
+    CU counts (waves that start mid-row) and stream-K."""
+    rng = random.Random(11)
+    presets = [load_hardware(h) for h in ("paper-80cu", "h100-8", "mi300x-8", "b200-8")]
+    for _ in range(400):
+        hw = rng.choice(presets)
+        chunks = rng.choice([1, 1, 2, 3, 8, 16])
+        m = chunks * rng.choice([1, 7, 64, 300, 1000, 2048])
+        shape = GemmShape(m, rng.choice([8, 100, 1024, 3000, 12288]), rng.choice([16, 512, 4096]), "bf16")
+        order = list(range(chunks))
+        rng.shuffle(order)
+        bypass = frozenset(x for x in range(chunks) if rng.random() < 0.4)
+        cus = rng.choice([hw.compute.cus, hw.compute.cus // 3, 7, 1])
+        tile, sk = rng.choice(gemm.TILES), rng.random() < 0.2
+        args = (shape, hw, cus, chunks, tuple(order), bypass, tile, sk)
+        assert gemm._plan(*args) == gemm._plan(*args, walk=True), args
 
 
 def test_the_tile_choice_is_the_full_scans(monkeypatch):

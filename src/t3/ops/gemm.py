@@ -452,7 +452,12 @@ def _compute_bound_s(shape, hw, cus, chunks, tile, stream_k: bool) -> float:
     return t
 
 
-def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -> GemmPlan:
+def _plan(
+    shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False, walk: bool = False
+) -> GemmPlan:
+    """The plan of one tile and decomposition (:func:`plan_gemm` picks among them). The reuse distances
+    of a row-major raster are computed in closed form (:func:`_row_reuse`); a column-major raster (or
+    ``walk``, the tests' oracle) walks every operand block's last use."""
     c = hw.compute
     bm, bn = tile
     rows = shape.m // chunks
@@ -467,13 +472,14 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
     b_block = bn * shape.k * eb
     out_tile = rows * shape.n * shape.out_elem_bytes / tiles_c
     column = c.raster == "column"
+    walk = walk or column
     kfrac = min(1.0, c.k_stages * c.k_step / shape.k)
     # a workgroup computes on one stage while the others load: k_stages - 1 stages in flight (at least 1)
     slice_bytes = max(1, c.k_stages - 1) * (bm + bn) * c.k_step * eb
     total = tiles_c * chunks
     nwaves = math.ceil(total / wave_size)
-    # pass 1: the distinct blocks (as merged intervals of block indices) and the (allocating) output of
-    # every wave
+    # pass 1: every wave's segments, its (allocating) output and its distinct blocks' bytes (as merged
+    # intervals of block indices where the blocks' last uses are walked)
     wave_sets: list[tuple[list, list, list, dict[int, float], int]] = []
     ws_bytes, out_alloc = [], []
     for lo in range(0, total, wave_size):
@@ -492,6 +498,8 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
             writes[ch] = writes.get(ch, 0.0) + nb
             if pos not in bypass:
                 alloc += nb
+            if not walk:
+                continue
             base = ch * tm  # global index of the chunk's first tile row (A row block)
             if column:  # tile t of the chunk: column t // tm, row t % tm
                 bcols.append((a // tm, (b - 1) // tm + 1))
@@ -499,9 +507,12 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
             else:  # row-major: row t // tn, column t % tn
                 arows.append((base + a // tn, base + (b - 1) // tn + 1))
                 bcols += _wrapped(a, b, tn)
-        arows, bcols = _merged(arows), _merged(bcols)
+        if walk:
+            arows, bcols = _merged(arows), _merged(bcols)
+            ws_bytes.append(_length(arows) * a_block + _length(bcols) * b_block)
+        else:  # row-major: the wave's walk rows (A blocks) and min(n, tn) columns (B blocks)
+            ws_bytes.append(((hi - 1) // tn - lo // tn + 1) * a_block + min(hi - lo, tn) * b_block)
         wave_sets.append((arows, bcols, segs, writes, hi - lo))
-        ws_bytes.append(_length(arows) * a_block + _length(bcols) * b_block)
         out_alloc.append(alloc)
     # pass 2: reuse distances -> DRAM reads (blocks grouped by the wave that used them last)
     pws = [0.0]
@@ -509,28 +520,21 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
     for w in range(nwaves):
         pws.append(pws[-1] + ws_bytes[w])
         pout.append(pout[-1] + out_alloc[w])
-    last_a = [-1] * (chunks * tm)  # per block: the wave that used it last (-1: none yet)
-    last_b = [-1] * tn
+    last_a = [-1] * (chunks * tm) if walk else []  # per block: the wave that used it last (-1: none yet)
+    last_b = [-1] * tn if walk else []
     waves = []
+    misses: dict[float, float] = {}  # reuse distance -> L2 miss probability (the waves repeat distances)
     for w, (arows, bcols, segs, writes, n) in enumerate(wave_sets):
-        prev: dict[int, float] = {}
-        cold = 0.0
-        for spans, last, size in ((arows, last_a, a_block), (bcols, last_b, b_block)):
-            # the wave that used each block last, counted per wave, in the order of the blocks (block sizes
-            # are whole bytes, so the sums are exact)
-            for x, y in spans:
-                seen = last[x:y]
-                for p in dict.fromkeys(seen):
-                    k = seen.count(p) * size
-                    if p < 0:
-                        cold += k
-                    else:
-                        prev[p] = prev.get(p, 0.0) + k
-                last[x:y] = [w] * (y - x)
+        if walk:
+            prev, cold = _walk_reuse(w, arows, bcols, last_a, last_b, a_block, b_block)
+        else:
+            prev, cold = _row_reuse(w, w * wave_size, n, wave_size, tn, a_block, b_block)
         reads = cold
         for p, nbytes in prev.items():
             d = 0.5 * ws_bytes[p] + (pws[w] - pws[p + 1]) + 0.5 * ws_bytes[w] + (pout[w] - pout[p])
-            miss = 1.0 - l2_hit(d, hw)
+            miss = misses.get(d)
+            if miss is None:
+                miss = misses[d] = 1.0 - l2_hit(d, hw)
             reads += nbytes * miss if miss > 1e-12 else 0.0
         per_cu = math.ceil(n / cus)
         used = min(n, cus)
@@ -546,6 +550,58 @@ def _plan(shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False) -
     return GemmPlan(
         shape, chunks, order, bm, bn, tm, tn, wave_size, cus, t_tile, tuple(waves), c.raster, bypass, stream_k
     )
+
+
+def _walk_reuse(w, arows, bcols, last_a, last_b, a_block, b_block) -> tuple[dict[int, float], float]:
+    """(bytes per wave that used them last, bytes used for the first time) of wave ``w``'s distinct blocks,
+    by walking each block's last use (``last_a`` / ``last_b``, updated to ``w``), in the order of the
+    blocks (A's, then B's; block sizes are whole bytes, so the sums are exact)."""
+    prev: dict[int, float] = {}
+    cold = 0.0
+    for spans, last, size in ((arows, last_a, a_block), (bcols, last_b, b_block)):
+        for x, y in spans:
+            seen = last[x:y]
+            for p in dict.fromkeys(seen):
+                k = seen.count(p) * size
+                if p < 0:
+                    cold += k
+                else:
+                    prev[p] = prev.get(p, 0.0) + k
+            last[x:y] = [w] * (y - x)
+    return prev, cold
+
+
+def _row_reuse(w: int, lo: int, n: int, wave: int, tn: int, a_block: int, b_block: int):
+    """:func:`_walk_reuse` of wave ``w`` (walk tiles ``lo .. lo + n - 1``) in closed form for a row-major
+    raster. The walk visits the tile rows of every chunk in turn, ``tn`` tiles each, so A's row blocks
+    are the walk's rows (relabelled by chunk) and B's column blocks its columns. Only the wave's first
+    row can have been used before, by the wave before, when the wave starts inside it. The wave covers
+    ``min(n, tn)`` columns; the column it meets ``j`` tiles after ``lo`` was last used by the tile
+    ``tn`` before, in wave ``(lo + j - tn) // wave`` (never, if that is negative): a staircase in ``j``,
+    summed per step. The order is :func:`_walk_reuse`'s: A first, then B by column index (the columns
+    below ``lo % tn`` are the wave's last ``j``)."""
+    prev: dict[int, float] = {}
+    cold = 0.0
+    rows = (lo + n - 1) // tn - lo // tn + 1
+    if lo % tn:
+        prev[w - 1] = 0.0 + a_block
+        rows -= 1
+    cold += rows * a_block
+    m = min(n, tn)
+    c0 = lo % tn
+    for j0, j1 in ((tn - c0, m), (0, min(m, tn - c0))):
+        v, v1 = lo - tn + j0, lo - tn + j1  # the walk index of each column's previous tile
+        if v >= v1:
+            continue
+        if v < 0:
+            cold += (min(v1, 0) - v) * b_block
+            v = 0
+        while v < v1:
+            p = v // wave
+            e = min(v1, (p + 1) * wave)
+            prev[p] = prev.get(p, 0.0) + (e - v) * b_block
+            v = e
+    return prev, cold
 
 
 def _wrapped(a: int, b: int, width: int) -> list[tuple[int, int]]:

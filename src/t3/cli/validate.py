@@ -36,7 +36,9 @@ _DATA = typer.Option(
     None, "--data", help="dataset file(s) to use instead of the shipped dataset (repeatable)"
 )
 _EXPLAIN = typer.Option(
-    None, "--explain", help="print one row's prediction taken apart (algorithm, latency and bandwidth terms; GEMM"
+    None,
+    "--explain",
+    help="print one row's prediction taken apart (algorithm, latency and bandwidth terms; GEMM"
     " tile, waves, K split, clock) instead of the tables",
 )
 _FORCE = force_option()
@@ -194,7 +196,9 @@ def _explain(every, row_id: str, as_json: bool, force: bool) -> None:
         o = Predictor().predict(row)
     lines = explain(o)
     if as_json:
-        print(json.dumps({"row": o.as_dict(), "explain": [{"what": k, "value": v} for k, v in lines]}, indent=1))
+        print(
+            json.dumps({"row": o.as_dict(), "explain": [{"what": k, "value": v} for k, v in lines]}, indent=1)
+        )
         return
     c = Console()
     width = max(len(k) for k, _ in lines)
@@ -217,8 +221,7 @@ ROW_LEGEND = {
 }
 SUMMARY_LEGEND = {
     "category": "the kind of measurement",
-    "role": "calibration or validation; blind: its rows written down before any prediction of them"
-    " existed",
+    "role": "calibration or validation; blind: its rows written down before any prediction of them existed",
     "rows": "number of rows (count)",
     "median": "median |error| of the rows, % (pp for interference)",
     "max": "largest |error| of the rows, % (pp for interference)",
@@ -230,13 +233,15 @@ SUMMARY_LEGEND = {
 def _legend(c: Console, title: str, legend: dict[str, str]) -> None:
     c.print(title)
     for col, what in legend.items():  # continuation lines indented under the column's name
-        text = textwrap.fill(f"  {col}: {what}", width=c.width, subsequent_indent="    ", break_on_hyphens=False)
+        text = textwrap.fill(
+            f"  {col}: {what}", width=c.width, subsequent_indent="    ", break_on_hyphens=False
+        )
         c.print(escape(text), soft_wrap=True)
 
 
 BAND_LEGEND = {
     "category": "the kind of measurement",
-    "axis": "what the rows are split by: size (message bytes), timing (device or host), gpus; GEMMs: waves"
+    "axis": "what the rows are split by: size (message bytes), timing (device, host or call), gpus; GEMMs: waves"
     " (output tiles per wave of the chosen kernel), K, dtype",
     "band": "the rows' range on that axis",
     "role": "calibration (may be fitted) or validation (never fitted); -: no row in the band",
@@ -297,6 +302,7 @@ def print_tables(outcomes, summary, plots: list[str], by_band=()) -> None:
         _legend(c, "columns:", BAND_LEGEND)
     for p in plots:
         c.print(escape(f"wrote {p}"), soft_wrap=True)
+
 
 def _band_errors(g: dict, u: str) -> tuple[str, str]:
     if not g["rows"]:

@@ -80,9 +80,12 @@ WORKLOADS: dict[str, dict[str, Field]] = {
         "nbytes": Field(int, minimum=1),
         "gpus": Field(int, 8, minimum=2),
         "algo": Field(str, "auto"),
-        # what the time measures: "host" (nccl-tests: CPU-timed, the kernel launch included) or
-        # "device" (the kernel's own span in a profile: no launch)
-        "timing": Field(str, "host", choices=("host", "device")),
+        # what the time measures: "host" (nccl-tests: CPU-timed iterations back to back, the kernel launch
+        # included), "device" (the kernel's own span in a profile: no launch) or "call" (one call timed
+        # alone: CUDA events around a single torch.distributed call issued right after a barrier on an
+        # idle GPU, as ml-engineering's all_reduce_bench.py does: the host's path of the call and the wait
+        # for the last rank are in the time)
+        "timing": Field(str, "host", choices=("host", "device", "call")),
         # GPUs one host thread drives (nccl-tests -g N: one process, N GPUs); 1: a process per GPU
         "gpus_per_thread": Field(int, 1, minimum=1),
     },

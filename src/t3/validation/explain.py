@@ -58,7 +58,11 @@ def _value(key: str, v: Any) -> str:
 def _collective(d: dict[str, Any], w: dict[str, Any]) -> list[tuple[str, str]]:
     t = d["terms"]
     res = ", ".join(f"{k} {_us(v)}" for k, v in t["resources_s"].items()) or "not split for this algorithm"
-    timed = "kernel (device-timed row: no launch)" if w["timing"] == "device" else "call (host-timed row)"
+    timed = {
+        "device": "kernel (device-timed row: no launch)",
+        "host": "call (host-timed row)",
+        "call": "call timed alone after a barrier (call-timed row)",
+    }[w["timing"]]
     lines = [
         ("algorithm", d["algo"]),
         ("compared time", f"{_us(d['time_s'])}: the {timed}"),

@@ -25,7 +25,7 @@ MIB = 1 << 20
 SIZE_BANDS = ("< 1 MiB", "1-128 MiB", "> 128 MiB")
 WAVE_BANDS = ("< 1 wave", "1-4 waves", "> 4 waves")
 K_BANDS = ("K <= 1024", "K > 1024")
-TIMING_BANDS = ("device", "host")
+TIMING_BANDS = ("device", "host", "call")
 
 
 def size_band(nbytes: float) -> str:

@@ -270,7 +270,10 @@ def collective(
     ``total_s``; :func:`t3.ops.collectives.idle_time`). ``gpus_per_thread``: the GPUs one host thread
     drives (nccl-tests ``-g N``): its calls are issued one after another, so back-to-back calls take at
     least ``gpus_per_thread x collective.host_call_s`` each (``terms["host_s"]``; ``time_s`` is the larger
-    of that and the call's launch + device time). A buffer
+    of that and the call's launch + device time). ``alone_s``: one call timed alone, as a user times a
+    ``torch.distributed`` call issued right after a barrier on an idle GPU: ``collective.call_alone_s`` (the
+    host's path of the call and the wait for the last rank, ``terms["call_alone_s"]``) + ``device_s``; where
+    the preset does not model it (0), the launch + device time. A buffer
     larger than one GPU's memory is refused (:class:`t3.errors.TooLargeError`) unless ``force``
     (:func:`t3.size.check_collective_bytes`)."""
     from t3.errors import ConfigError
@@ -296,10 +299,12 @@ def collective(
     host = per_thread * hw.collective.host_call_s
     t = max(r["time_s"], host)
     algbw = nbytes / t
+    alone = hw.collective.call_alone_s
     return {
         "op": op, "nbytes": nbytes, "gpus": n, "hardware": hw.name, "algo": r["algo"], "time_s": t,
-        "device_s": r["device_s"], "algbw_Bps": algbw, "busbw_Bps": algbw * _BUSBW_FACTOR[op](n),
-        "terms": {**r["terms"], "host_s": host},
+        "device_s": r["device_s"], "alone_s": alone + r["device_s"] if alone > 0 else r["time_s"],
+        "algbw_Bps": algbw, "busbw_Bps": algbw * _BUSBW_FACTOR[op](n),
+        "terms": {**r["terms"], "host_s": host, "call_alone_s": alone},
     }  # fmt: skip
 
 

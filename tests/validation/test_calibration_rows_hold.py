@@ -1,11 +1,12 @@
 """Every calibration row of the dataset stays within the tolerance its fit reached (the calibration is a
 behaviour the model must keep, not a number that may drift), and switching off a mechanism the fit relies on
-breaks it: the sustained GEMM clock (MI300X GEMMs run at 1207 MHz, not the 2.1 GHz peak) and the device-timed
-convention of a kernel-time row (no launch in it)."""
+breaks it: the sustained GEMM clock (MI300X GEMMs run at 1207 MHz, not the 2.1 GHz peak), the device-timed
+convention of a kernel-time row (no launch in it), the host's calls and a call timed alone after a barrier."""
 
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 import pytest
 
@@ -23,7 +24,17 @@ TOLERANCE = {
     "overlap_time": 0.155,  # fitted: max 12.7 % (the sequential M = 1024 row of the same)
 }
 
+# collective.call_alone_s is one constant fitted on calls timed alone after a barrier, whose times spread with
+# the ranks' skew: fitted max 12.9 % (B200 64 KiB, 5 us slower than its neighbours)
+CALL_TOLERANCE = 0.155
+
 ROWS = [r for r in load_dataset() if r.role == "calibration" and r.category in TOLERANCE]
+
+
+def _tolerance(row) -> float:
+    if row.category == "collective_busbw" and row.workload["timing"] == "call":
+        return CALL_TOLERANCE
+    return TOLERANCE[row.category]
 
 
 def test_there_are_calibration_rows_in_every_fitted_category():
@@ -33,7 +44,7 @@ def test_there_are_calibration_rows_in_every_fitted_category():
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r.id)
 def test_every_calibration_row_holds_within_its_fitted_tolerance(row):
     o = Predictor().predict(row)
-    assert abs(o.error) <= TOLERANCE[row.category], f"{row.id}: {o.error:+.1%}"
+    assert abs(o.error) <= _tolerance(row), f"{row.id}: {o.error:+.1%}"
 
 
 def _errors(rows, predictor):
@@ -47,6 +58,47 @@ def test_without_the_sustained_gemm_clock_the_mi300x_gemm_rows_fail(monkeypatch)
     real = api._hardware
     monkeypatch.setattr(api, "_hardware", lambda h: peak if h == "mi300x-8" else real(h))
     assert min(_errors(rows, Predictor())) > TOLERANCE["gemm_tflops"]
+
+
+def test_a_call_timed_alone_is_the_hosts_path_plus_the_kernel():
+    """Closed form of collective.call_alone_s: a call timed alone after a barrier takes the preset's
+    call_alone_s plus the kernel's device time, at every size; a preset without it keeps launch + device."""
+    hw = load_hardware("b200-8")
+    c = hw.collective.call_alone_s
+    assert c > 0
+    for nbytes in (32768, 1 << 20, 1 << 27, 1 << 33):
+        r = api.collective("all_reduce", nbytes, gpus=8, hardware=hw)
+        assert r["alone_s"] == c + r["device_s"] and r["terms"]["call_alone_s"] == c
+        off = api.collective(
+            "all_reduce", nbytes, gpus=8, hardware=hw.with_overrides({"collective.call_alone_s": 0.0})
+        )
+        assert off["alone_s"] == off["time_s"] == r["time_s"]
+
+
+def test_without_the_call_cost_the_call_timed_calibration_rows_fail(monkeypatch):
+    rows = [r for r in ROWS if r.category == "collective_busbw" and r.workload["timing"] == "call"]
+    assert rows and max(_errors(rows, Predictor())) <= CALL_TOLERANCE
+    off = load_hardware("b200-8").with_overrides({"collective.call_alone_s": 0.0})
+    real = api._hardware
+    monkeypatch.setattr(api, "_hardware", lambda h: off if h == "b200-8" else real(h))
+    assert min(_errors(rows, Predictor())) > CALL_TOLERANCE
+
+
+def test_the_call_prior_moves_another_gpus_calls_towards_their_measurement(monkeypatch):
+    """Out of sample: h200-8 takes b200-8's value as its prior; ml-engineering's 8 x H200 sweep (blind
+    validation rows, another host) comes closer below 2 MiB than with the launch alone, and so does the
+    median of the sweep."""
+    rows = [r for r in load_dataset() if r.category == "collective_busbw" and r.hardware == "h200-8"
+            and r.workload["timing"] == "call"]  # fmt: skip
+    assert len(rows) == 20 and all(r.role == "validation" and r.blind for r in rows)
+    with_it = _errors(rows, Predictor())
+    off = load_hardware("h200-8").with_overrides({"collective.call_alone_s": 0.0})
+    real = api._hardware
+    monkeypatch.setattr(api, "_hardware", lambda h: off if h == "h200-8" else real(h))
+    without = _errors(rows, Predictor())
+    assert statistics.median(with_it) < statistics.median(without)
+    small = [(a, b) for r, a, b in zip(rows, with_it, without, strict=True) if r.workload["nbytes"] < 2 << 20]
+    assert small and all(a < b / 2 for a, b in small)
 
 
 def test_device_timed_rows_hold_only_as_device_times():

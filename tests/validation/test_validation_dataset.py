@@ -14,7 +14,8 @@ MiB, GiB = 1 << 20, 1 << 30
 # "Measuring Max-Achievable FLOPs - Part 2", bytedance/flux issue #90; and the host-bound sizes of a
 # 4 x H100 nccl-tests -g 4 run, the calibration rows of collective.host_call_s; the 8-GPU all-to-all
 # rows of 32-512 MiB of xxrjun/nccl-tests-cluster, those of collective.p2p_connection_Bps, and its 8-GPU
-# all-reduce rows of 32-512 MiB, those of collective.nvls_loop_s).
+# all-reduce rows of 32-512 MiB, those of collective.nvls_loop_s; the 32 KiB - 1 MiB rows of
+# ml-engineering's one-node B200 all_reduce_bench.py sweep, those of collective.call_alone_s).
 EXPECTED_CALIBRATION = {
     # (hardware, category, key, measured value in its published unit)
     *{("h100-8", "collective_busbw", ("all_gather", s * MiB), t)
@@ -29,6 +30,8 @@ EXPECTED_CALIBRATION = {
       for s, t in ((32, 182.87), (64, 313.66), (128, 564.78), (256, 1081.14), (512, 2115.28))},
     *{("h100-8", "collective_busbw", ("all_to_all", s * MiB), t)
       for s, t in ((32, 124.79), (64, 215.51), (128, 393.32), (256, 777.88), (512, 1511.21))},
+    *{("b200-8", "collective_busbw", ("all_reduce", k * 1024), bw)
+      for k, bw in ((32, 1.20), (64, 2.17), (128, 4.86), (256, 9.54), (512, 18.71), (1024, 36.06))},
     ("h100-8", "gemm_tflops", (6144, 6144, 6144, "bf16"), 741.1),
     ("h100-8", "gemm_tflops", (8192, 8192, 8192, "bf16"), 797.8),
     ("h100-8", "gemm_tflops", (12288, 12288, 12288, "bf16"), 822.8),
@@ -78,6 +81,7 @@ def test_calibration_sources_are_the_original_publications(rows):
         "https://github.com/bytedance/flux/issues/90",
         "https://github.com/dudeperf3ct/dudeperf3ct.github.io",
         "https://github.com/xxrjun/nccl-tests-cluster",
+        "https://github.com/stas00/ml-engineering",
     }
 
 

@@ -361,6 +361,14 @@ class Collective(_Strict):
         " that drives several GPUs (nccl-tests -g N) issues their calls one after another, so its back-to-back"
         " calls take at least N x this each (0 = not modelled)",
     )
+    call_alone_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="seconds from an event recorded on an idle GPU to the kernel's start on the last rank, for one"
+        " torch.distributed collective call issued right after a barrier: the host's path of the call (PyTorch's"
+        " dispatch and process group, the library's enqueue, the launch) and the ranks' spread after the barrier;"
+        " such a call timed alone takes this plus the kernel's device time (0 = not modelled: the launch instead)",
+    )
     direct_max_bytes: float = Field(
         default=0.0,
         ge=0,
@@ -523,6 +531,7 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "collective.nvls_channels": (0, 1e4, "channels are CUs (at most ~300 per GPU)"),
     "collective.direct_max_bytes": (0, 1e15, "more than any GPU's memory"),
     "collective.host_call_s": (0, 1, _S),
+    "collective.call_alone_s": (0, 1, _S),
     "collective.p2p_channels": (0, 1e4, "channels are CUs (at most ~300 per GPU)"),
     "collective.p2p_chunk_bytes": (1, 1e9, "a connection's step is KiB to MiB"),
     "collective.p2p_connection_Bps": (0, _FREE, _BPS),

@@ -74,6 +74,13 @@ def _collective(d: dict[str, Any], w: dict[str, Any]) -> list[tuple[str, str]]:
         ("  transfer", f"{_us(t['transfer_s'])} (each step takes its slowest resource)"),
         ("  resources over the steps", res),
     ]
+    if w["timing"] == "call":
+        alone = t.get("call_alone_s", 0.0)
+        lines.append(
+            ("call alone", f"{_us(d['time_s'])} = {_us(alone)} (collective.call_alone_s: the host's path of the "
+             f"call and the wait for the last rank after the barrier) + the kernel {_us(d['device_s'])}")
+            if alone > 0 else ("call alone", "collective.call_alone_s not modelled on this preset: launch + kernel")
+        )  # fmt: skip
     host = t.get("host_s", 0.0)
     if host > 0 and w["timing"] == "host":
         lines.append(("host's calls", f"{_us(host)} ({w['gpus_per_thread']} GPU(s) per thread x "

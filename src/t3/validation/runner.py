@@ -93,8 +93,9 @@ class Predictor:
         if row.category == "collective_busbw":
             r = self._call(api.collective, op=w["op"], nbytes=w["nbytes"], gpus=w["gpus"], hardware=hw,
                            algo=w["algo"], gpus_per_thread=w["gpus_per_thread"])  # fmt: skip
-            # a kernel's device time has no launch in it: compare like with like
-            t = r["device_s"] if w["timing"] == "device" else r["time_s"]
+            # a kernel's device time has no launch in it, a call timed alone holds the host's path and the
+            # wait for the last rank: compare like with like
+            t = {"device": r["device_s"], "host": r["time_s"], "call": r["alone_s"]}[w["timing"]]
             return Outcome(row, measured_compared(row), r["busbw_Bps"] * r["time_s"] / t / 1e9,
                            {"algo": r["algo"], "time_s": t, "call_s": r["time_s"], "device_s": r["device_s"],
                             "terms": r["terms"]})  # fmt: skip

@@ -85,12 +85,12 @@ def test_without_the_call_cost_the_call_timed_calibration_rows_fail(monkeypatch)
 
 
 def test_the_call_prior_moves_another_gpus_calls_towards_their_measurement(monkeypatch):
-    """Out of sample: h200-8 takes b200-8's value as its prior; ml-engineering's 8 x H200 sweep (blind
-    validation rows, another host) comes closer below 2 MiB than with the launch alone, and so does the
-    median of the sweep."""
+    """Out of sample: h200-8 takes b200-8's value as its prior; ml-engineering's 8 x H200 calls timed alone
+    (blind validation rows of two of its pages, other hosts) come closer below 2 MiB than with the launch
+    alone, and so does their median."""
     rows = [r for r in load_dataset() if r.category == "collective_busbw" and r.hardware == "h200-8"
             and r.workload["timing"] == "call"]  # fmt: skip
-    assert len(rows) == 20 and all(r.role == "validation" and r.blind for r in rows)
+    assert len(rows) >= 20 and all(r.role == "validation" and r.blind for r in rows)
     with_it = _errors(rows, Predictor())
     off = load_hardware("h200-8").with_overrides({"collective.call_alone_s": 0.0})
     real = api._hardware

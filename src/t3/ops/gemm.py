@@ -524,11 +524,22 @@ def _plan(
     last_b = [-1] * tn if walk else []
     waves = []
     misses: dict[float, float] = {}  # reuse distance -> L2 miss probability (the waves repeat distances)
+    # a row-major wave that starts past the first tile row reuses by lags that depend only on where it starts
+    # in its row and on its size: (lo % tn, n) -> ((w - p, bytes) in order, cold bytes)
+    lags: dict[tuple[int, int], tuple[tuple[tuple[int, float], ...], float]] = {}
     for w, (arows, bcols, segs, writes, n) in enumerate(wave_sets):
+        lo = w * wave_size
         if walk:
             prev, cold = _walk_reuse(w, arows, bcols, last_a, last_b, a_block, b_block)
+        elif lo < tn:
+            prev, cold = _row_reuse(w, lo, n, wave_size, tn, a_block, b_block)
         else:
-            prev, cold = _row_reuse(w, w * wave_size, n, wave_size, tn, a_block, b_block)
+            rel = lags.get((lo % tn, n))
+            if rel is None:
+                prev, cold = _row_reuse(w, lo, n, wave_size, tn, a_block, b_block)
+                lags[lo % tn, n] = (tuple((w - p, nb) for p, nb in prev.items()), cold)
+            else:
+                prev, cold = {w - lag: nb for lag, nb in rel[0]}, rel[1]
         reads = cold
         for p, nbytes in prev.items():
             d = 0.5 * ws_bytes[p] + (pws[w] - pws[p + 1]) + 0.5 * ws_bytes[w] + (pout[w] - pout[p])
@@ -579,7 +590,9 @@ def _row_reuse(w: int, lo: int, n: int, wave: int, tn: int, a_block: int, b_bloc
     ``min(n, tn)`` columns; the column it meets ``j`` tiles after ``lo`` was last used by the tile
     ``tn`` before, in wave ``(lo + j - tn) // wave`` (never, if that is negative): a staircase in ``j``,
     summed per step. The order is :func:`_walk_reuse`'s: A first, then B by column index (the columns
-    below ``lo % tn`` are the wave's last ``j``)."""
+    below ``lo % tn`` are the wave's last ``j``). From ``lo >= tn`` on (``lo`` a multiple of ``wave``) every
+    column has a previous tile and its wave lags ``w`` by ``-((j - tn) // wave)``: the result, relative to
+    ``w``, depends on ``lo % tn`` and ``n`` alone (:func:`_plan` reuses it)."""
     prev: dict[int, float] = {}
     cold = 0.0
     rows = (lo + n - 1) // tn - lo // tn + 1

@@ -24,9 +24,11 @@ TOLERANCE = {
     "overlap_time": 0.155,  # fitted: max 12.7 % (the sequential M = 1024 row of the same)
 }
 
-# collective.call_alone_s is one constant fitted on calls timed alone after a barrier, whose times spread with
-# the ranks' skew: fitted max 12.9 % (B200 64 KiB, 5 us slower than its neighbours)
-CALL_TOLERANCE = 0.155
+# collective.call_alone_s is one constant per preset fitted on calls timed alone after a barrier, whose times
+# spread with the ranks' skew, and on H200 from the difference to the same calls back to back (the model's kernel
+# is not fitted there): fitted max 16.8 % (H200 32 KiB, whose kernel the model makes 2.3 us shorter than that
+# node's call back to back)
+CALL_TOLERANCE = 0.20
 
 ROWS = [r for r in load_dataset() if r.role == "calibration" and r.category in TOLERANCE]
 
@@ -75,21 +77,23 @@ def test_a_call_timed_alone_is_the_hosts_path_plus_the_kernel():
         assert off["alone_s"] == off["time_s"] == r["time_s"]
 
 
-def test_without_the_call_cost_the_call_timed_calibration_rows_fail(monkeypatch):
-    rows = [r for r in ROWS if r.category == "collective_busbw" and r.workload["timing"] == "call"]
+@pytest.mark.parametrize("preset", ["b200-8", "h200-8"])
+def test_without_the_call_cost_the_call_timed_calibration_rows_fail(monkeypatch, preset):
+    rows = [r for r in ROWS if r.category == "collective_busbw" and r.workload["timing"] == "call"
+            and r.hardware == preset]  # fmt: skip
     assert rows and max(_errors(rows, Predictor())) <= CALL_TOLERANCE
-    off = load_hardware("b200-8").with_overrides({"collective.call_alone_s": 0.0})
+    off = load_hardware(preset).with_overrides({"collective.call_alone_s": 0.0})
     real = api._hardware
-    monkeypatch.setattr(api, "_hardware", lambda h: off if h == "b200-8" else real(h))
+    monkeypatch.setattr(api, "_hardware", lambda h: off if h == preset else real(h))
     assert min(_errors(rows, Predictor())) > CALL_TOLERANCE
 
 
-def test_the_call_prior_moves_another_gpus_calls_towards_their_measurement(monkeypatch):
-    """Out of sample: h200-8 takes b200-8's value as its prior; ml-engineering's 8 x H200 calls timed alone
-    (blind validation rows of two of its pages, other hosts) come closer below 2 MiB than with the launch
-    alone, and so does their median."""
+def test_the_call_cost_moves_another_sweeps_calls_towards_their_measurement(monkeypatch):
+    """Out of sample: h200-8's value, fitted on one page's pairs of calls alone and back to back (NCCL
+    2.30.7), brings ml-engineering's other 8 x H200 sweep of calls timed alone (all_reduce_bench.py, NCCL
+    2.27.7; blind validation rows) closer below 2 MiB than the launch alone, and its median too."""
     rows = [r for r in load_dataset() if r.category == "collective_busbw" and r.hardware == "h200-8"
-            and r.workload["timing"] == "call"]  # fmt: skip
+            and r.workload["timing"] == "call" and r.role == "validation"]  # fmt: skip
     assert len(rows) >= 20 and all(r.role == "validation" and r.blind for r in rows)
     with_it = _errors(rows, Predictor())
     off = load_hardware("h200-8").with_overrides({"collective.call_alone_s": 0.0})

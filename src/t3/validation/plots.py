@@ -17,7 +17,11 @@ from t3.validation.regimes import band_key, bands  # noqa: E402
 from t3.validation.runner import Outcome  # noqa: E402
 
 META = {"Software": None}  # no version string in the PNG: same inputs -> same bytes
-COLORS = {"h100-8": "#2e7d32", "h200-8": "#00838f", "mi300x-8": "#c62828"}
+COLORS = {
+    "h100-8": "#2e7d32", "h200-8": "#00838f", "mi300x-8": "#c62828", "mi325x-8": "#ad1457", "mi355x-8": "#6d4c41",
+    "b200-8": "#1565c0", "gb200-nvl72": "#6a1b9a", "h100-2x8": "#9e9d24", "h100-16x8": "#ef6c00",
+    "h200-4x8": "#00695c", "b200-4x8": "#283593",
+}  # fmt: skip
 MARKERS = {"calibration": "o", "validation": "^"}
 BAND_COLORS = ("#1565c0", "#ef6c00", "#6a1b9a", "#2e7d32", "#c62828")  # a band's colour, in band order
 BAND = 0.10  # the +-10 % band drawn around y = x
@@ -100,8 +104,10 @@ def _frame(ax, cat: str, os_: list[Outcome], lo: float, hi: float, linear: bool)
     if not linear:
         ax.set_xscale("log")
         ax.set_yscale("log")
+        # 1-2-5 ticks per decade; one per decade where the range spans more than four (their labels would overlap)
+        subs = (1.0,) if hi / lo > 1e4 else (1.0, 2.0, 5.0)
         for axis in (ax.xaxis, ax.yaxis):
-            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            axis.set_major_locator(LogLocator(base=10, subs=subs))
             axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             axis.set_minor_formatter(NullFormatter())
     ax.set_xlim(lo, hi)

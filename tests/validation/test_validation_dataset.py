@@ -16,7 +16,8 @@ MiB, GiB = 1 << 20, 1 << 30
 # rows of 32-512 MiB of xxrjun/nccl-tests-cluster, those of collective.p2p_connection_Bps, and its 8-GPU
 # all-reduce rows of 32-512 MiB, those of collective.nvls_loop_s; the 32 KiB - 1 MiB rows of
 # ml-engineering's one-node B200 all_reduce_bench.py sweep and the 8 B - 1 MiB calls timed alone of its
-# torch-dist-bench.py page's 8x H200 latency table, those of collective.call_alone_s).
+# torch-dist-bench.py page's 8x H200 latency table, those of collective.call_alone_s; the same page's 8x B200
+# calls of 8 B - 1 KiB back to back, those of b200-8's base latencies).
 EXPECTED_CALIBRATION = {
     # (hardware, category, key, measured value in its published unit)
     *{("h100-8", "collective_busbw", ("all_gather", s * MiB), t)
@@ -33,6 +34,9 @@ EXPECTED_CALIBRATION = {
       for s, t in ((32, 124.79), (64, 215.51), (128, 393.32), (256, 777.88), (512, 1511.21))},
     *{("b200-8", "collective_busbw", ("all_reduce", k * 1024), bw)
       for k, bw in ((32, 1.20), (64, 2.17), (128, 4.86), (256, 9.54), (512, 18.71), (1024, 36.06))},
+    *{("b200-8", "collective_busbw", (op, b), us)
+      for op, b, us in (("all_reduce", 8, 23.5), ("all_reduce", 1024, 29.7), ("all_gather", 1024, 20.5),
+                        ("reduce_scatter", 1024, 20.5), ("all_to_all", 1024, 15.6))},
     *{("h200-8", "collective_busbw", ("all_reduce", b), us)
       for b, us in ((8, 36.6), (64, 38.0), (1024, 39.1), (32768, 41.7), (262144, 43.5), (1 << 20, 50.9))},
     ("h100-8", "gemm_tflops", (6144, 6144, 6144, "bf16"), 741.1),

@@ -723,25 +723,40 @@ def add_gemm(
             refs.append((gpu, f"{prefix}.C{w.index}"))
         return refs
     made_ops = []
+    # waves of the same numbers make the same ops but for their keys and dependencies: the first of each
+    # serves as the template of the others (a plan's waves repeat a few situations)
+    loads: dict[tuple, object] = {}
+    bodies: dict[tuple, object] = {}
     for w in plan.waves:
         load_deps = list(deps) if w.index == 0 else [(gpu, f"{prefix}.C{w.index - 1}")]
-        load = b.add(
-            gpu, f"{prefix}.L{w.index}", kind="gemm-load", cat="gemm",
-            work=[(hbm, w.prologue_bytes)],
-            delay_s=hw.compute.kernel_launch_s if (launch and w.index == 0) else 0.0,
-            deps=load_deps, traffic={"gemm_read": w.prologue_bytes}, prio=prio, window=w.window_bytes,
-            l2=0.0,  # (the prologue is modelled as the wave's first DRAM reads; its loads go with the body's)
-        )  # fmt: skip
+        lkey = (w.prologue_bytes, w.window_bytes, w.index == 0)
+        load = loads.get(lkey)
+        if load is not None:
+            load = b.add_like(load, gpu, f"{prefix}.L{w.index}", load_deps)
+        else:
+            load = loads[lkey] = b.add(
+                gpu, f"{prefix}.L{w.index}", kind="gemm-load", cat="gemm",
+                work=[(hbm, w.prologue_bytes)],
+                delay_s=hw.compute.kernel_launch_s if (launch and w.index == 0) else 0.0,
+                deps=load_deps, traffic={"gemm_read": w.prologue_bytes}, prio=prio, window=w.window_bytes,
+                l2=0.0,  # (the prologue is modelled as the wave's first DRAM reads; its loads go with the body's)
+            )  # fmt: skip
         wbytes = sum(w.write_bytes.values()) if stores is None else stores.get(w.index, 0.0)
         body_reads = w.read_bytes - w.prologue_bytes
-        body = b.add(
-            gpu, f"{prefix}.C{w.index}", kind="gemm-compute", cat="gemm",
-            work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, wbytes)],
-            caps=[(cu, float(w.cus_used))], rounds=gemm_tail(plan, w, hw),  # the tail: whole rounds
-            deps=[(gpu, f"{prefix}.L{w.index}")],
-            traffic={"gemm_read": body_reads, "gemm_write": wbytes}, prio=prio, window=w.window_bytes,
-            l2=l2_body_bytes(plan, w, hw) + wbytes if b.l2_side else None,
-        )  # fmt: skip
+        rounds = gemm_tail(plan, w, hw)  # the tail: whole rounds
+        l2 = l2_body_bytes(plan, w, hw) + wbytes if b.l2_side else None
+        ckey = (w.compute_s, w.cus_used, body_reads, wbytes, rounds, w.window_bytes, l2)
+        body = bodies.get(ckey)
+        if body is not None:
+            body = b.add_like(body, gpu, f"{prefix}.C{w.index}", [(gpu, f"{prefix}.L{w.index}")])
+        else:
+            body = bodies[ckey] = b.add(
+                gpu, f"{prefix}.C{w.index}", kind="gemm-compute", cat="gemm",
+                work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, wbytes)],
+                caps=[(cu, float(w.cus_used))], rounds=rounds,
+                deps=[(gpu, f"{prefix}.L{w.index}")],
+                traffic={"gemm_read": body_reads, "gemm_write": wbytes}, prio=prio, window=w.window_bytes, l2=l2,
+            )  # fmt: skip
         made_ops.append((load, body))
         refs.append((gpu, f"{prefix}.C{w.index}"))
     if tkey is not None:

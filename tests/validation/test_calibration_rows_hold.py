@@ -126,7 +126,10 @@ def test_without_the_call_cost_the_call_timed_calibration_rows_fail(monkeypatch,
     rows = [r for r in ROWS if r.category == "collective_busbw" and r.workload["timing"] == "call"
             and r.hardware == preset]  # fmt: skip
     assert rows and max(_errors(rows, Predictor())) <= CALL_TOLERANCE
-    off = load_hardware(preset).with_overrides({"collective.call_alone_s": 0.0})
+    launch = load_hardware(
+        preset
+    ).compute.kernel_launch_s  # (the call as the launch alone: the model before it)
+    off = load_hardware(preset).with_overrides({"collective.call_alone_s": launch})
     real = api._hardware
     monkeypatch.setattr(api, "_hardware", lambda h: off if h == preset else real(h))
     assert min(_errors(rows, Predictor())) > CALL_TOLERANCE
@@ -140,7 +143,8 @@ def test_the_call_cost_moves_another_sweeps_calls_towards_their_measurement(monk
             and r.workload["timing"] == "call" and r.role == "validation"]  # fmt: skip
     assert len(rows) >= 20 and all(r.role == "validation" and r.blind for r in rows)
     with_it = _errors(rows, Predictor())
-    off = load_hardware("h200-8").with_overrides({"collective.call_alone_s": 0.0})
+    launch = load_hardware("h200-8").compute.kernel_launch_s  # (the call as the launch alone)
+    off = load_hardware("h200-8").with_overrides({"collective.call_alone_s": launch})
     real = api._hardware
     monkeypatch.setattr(api, "_hardware", lambda h: off if h == "h200-8" else real(h))
     without = _errors(rows, Predictor())
@@ -196,3 +200,31 @@ def test_the_host_call_prior_moves_rccls_one_thread_rows_towards_their_measureme
     monkeypatch.setattr(api, "_hardware", lambda h: off if h == "mi300x-8" else real(h))
     without = _errors(rows, Predictor())
     assert all(a < b for a, b in zip(with_it, without, strict=True))
+
+
+def test_a_call_timed_alone_on_a_preset_without_the_constant_is_refused():
+    """A row timed as one call alone on a preset that does not model it (``collective.call_alone_s`` 0, the
+    paper's simulated system) is an error naming the field, not the launch + kernel silently."""
+    from t3.validation import parse_rows
+    from t3.validation.dataset import DatasetError
+
+    text = """
+[[row]]
+id = "x-call"
+category = "collective_busbw"
+role = "validation"
+hardware = "paper-80cu"
+measured = 40.0
+unit = "us"
+source = "https://example.org/page"
+locator = "table 1"
+conventions = "one call after a barrier"
+[row.workload]
+op = "all_reduce"
+nbytes = 1048576
+timing = "call"
+"""
+    (row,) = parse_rows(text, "t.toml")
+    assert load_hardware("paper-80cu").collective.call_alone_s == 0
+    with pytest.raises(DatasetError, match="workload.timing"):
+        Predictor().predict(row)

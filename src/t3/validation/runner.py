@@ -95,6 +95,11 @@ class Predictor:
                            algo=w["algo"], gpus_per_thread=w["gpus_per_thread"])  # fmt: skip
             # a kernel's device time has no launch in it, a call timed alone holds the host's path and the
             # wait for the last rank: compare like with like
+            if w["timing"] == "call" and not r["terms"]["call_alone_s"]:
+                raise DatasetError(
+                    f"{row.id}: workload.timing: 'call' needs collective.call_alone_s on hardware '{hw}' (it is 0:"
+                    " a call timed alone after a barrier is not modelled there)"
+                )
             t = {"device": r["device_s"], "host": r["time_s"], "call": r["alone_s"]}[w["timing"]]
             return Outcome(row, measured_compared(row), r["busbw_Bps"] * r["time_s"] / t / 1e9,
                            {"algo": r["algo"], "time_s": t, "call_s": r["time_s"], "device_s": r["device_s"],

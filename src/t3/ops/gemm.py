@@ -486,35 +486,33 @@ def _plan(
     ch0, alloc0 = order[0], 0 not in bypass
     for lo in range(0, total, wave_size):
         hi = min(lo + wave_size, total)
-        if one:  # (the loop below for a single chunk, its sums in the same order)
-            nb = out_tile * (hi - lo)
-            wave_sets.append(([], [], [(ch0, lo, hi)], {ch0: 0.0 + nb}, hi - lo))
-            ws_bytes.append(((hi - 1) // tn - lo // tn + 1) * a_block + min(hi - lo, tn) * b_block)
-            out_alloc.append(0.0 + nb if alloc0 else 0.0)
-            continue
         arows: list[tuple[int, int]] = []
         bcols: list[tuple[int, int]] = []
-        segs = []
-        writes: dict[int, float] = {}
-        alloc = 0.0
-        # only the chunks this wave's tiles fall in (a wave spans a few of thousands of T3 chunks)
-        for pos in range(lo // tiles_c, min(chunks, (hi - 1) // tiles_c + 1)):
-            ch = order[pos]
-            a, b = max(lo, pos * tiles_c) - pos * tiles_c, min(hi, (pos + 1) * tiles_c) - pos * tiles_c
-            segs.append((ch, a, b))
-            nb = out_tile * (b - a)
-            writes[ch] = writes.get(ch, 0.0) + nb
-            if pos not in bypass:
-                alloc += nb
-            if not walk:
-                continue
-            base = ch * tm  # global index of the chunk's first tile row (A row block)
-            if column:  # tile t of the chunk: column t // tm, row t % tm
-                bcols.append((a // tm, (b - 1) // tm + 1))
-                arows += [(base + x, base + y) for x, y in _wrapped(a, b, tm)]
-            else:  # row-major: row t // tn, column t % tn
-                arows.append((base + a // tn, base + (b - 1) // tn + 1))
-                bcols += _wrapped(a, b, tn)
+        if one:  # (the loop below for a single chunk, its sums in the same order)
+            nb = out_tile * (hi - lo)
+            segs, writes, alloc = [(ch0, lo, hi)], {ch0: 0.0 + nb}, (0.0 + nb if alloc0 else 0.0)
+        else:
+            segs = []
+            writes: dict[int, float] = {}
+            alloc = 0.0
+            # only the chunks this wave's tiles fall in (a wave spans a few of thousands of T3 chunks)
+            for pos in range(lo // tiles_c, min(chunks, (hi - 1) // tiles_c + 1)):
+                ch = order[pos]
+                a, b = max(lo, pos * tiles_c) - pos * tiles_c, min(hi, (pos + 1) * tiles_c) - pos * tiles_c
+                segs.append((ch, a, b))
+                nb = out_tile * (b - a)
+                writes[ch] = writes.get(ch, 0.0) + nb
+                if pos not in bypass:
+                    alloc += nb
+                if not walk:
+                    continue
+                base = ch * tm  # global index of the chunk's first tile row (A row block)
+                if column:  # tile t of the chunk: column t // tm, row t % tm
+                    bcols.append((a // tm, (b - 1) // tm + 1))
+                    arows += [(base + x, base + y) for x, y in _wrapped(a, b, tm)]
+                else:  # row-major: row t // tn, column t % tn
+                    arows.append((base + a // tn, base + (b - 1) // tn + 1))
+                    bcols += _wrapped(a, b, tn)
         if walk:
             arows, bcols = _merged(arows), _merged(bcols)
             ws_bytes.append(_length(arows) * a_block + _length(bcols) * b_block)

@@ -112,11 +112,14 @@ def test_the_closed_form_is_the_walk_bit_for_bit():
 
 
 def test_the_tile_choice_is_the_full_scans(monkeypatch):
-    """Skipping a tile whose CU time alone is no better than the best so far never changes the plan."""
+    """Skipping a tile whose CU time alone is no better than the best so far, or dropping it while it is
+    planned, never changes the plan."""
     cases = list(_cases(80, 7))
     got = [gemm.plan_gemm(s, hw, chunks=ch) for s, hw, ch, *_ in cases]
     gemm._PLANS.clear()
     monkeypatch.setattr(gemm, "_compute_bound_s", lambda *a: 0.0)  # never skip
+    plan = gemm._plan
+    monkeypatch.setattr(gemm, "_plan", lambda *a, limit=None: plan(*a))  # never drop
     full = [gemm.plan_gemm(s, hw, chunks=ch) for s, hw, ch, *_ in cases]
     gemm._PLANS.clear()
     assert got == full
@@ -125,3 +128,50 @@ def test_the_tile_choice_is_the_full_scans(monkeypatch):
         for sk in gemm._decompositions(s, hw, hw.compute.cus, ch, frozenset(), tile):
             p = gemm._plan(s, hw, hw.compute.cus, ch, tuple(range(ch)), frozenset(), tile, sk)
             assert gemm._compute_bound_s(s, hw, hw.compute.cus, ch, tile, sk) <= p.alone_s(hw) * (1 + 1e-12)
+
+
+def test_a_plan_is_dropped_only_when_it_cannot_beat_the_limit():
+    """``_plan(..., limit=L)`` is the full plan when that plan's time alone is below L (to the choice's
+    1e-12), and None otherwise; dropped plans are dropped within their first waves when they are far
+    from L."""
+    rng = random.Random(5)
+    presets = [load_hardware(h) for h in ("paper-80cu", "h100-8", "mi300x-8", "b200-8")]
+    dropped_early = 0
+    for _ in range(300):
+        hw = rng.choice(presets)
+        chunks = rng.choice([1, 1, 2, 8])
+        shape = GemmShape(
+            chunks * rng.choice([64, 300, 2048, 8192]),
+            rng.choice([100, 1024, 12288]),
+            rng.choice([16, 4096]),
+            "bf16",
+        )
+        tile, sk = rng.choice(gemm.TILES), rng.random() < 0.2
+        bypass = frozenset(range(chunks - 1)) if rng.random() < 0.5 else frozenset()
+        args = (shape, hw, hw.compute.cus, chunks, tuple(range(chunks)), bypass, tile, sk)
+        full = gemm._plan(*args)
+        t = full.alone_s(hw)
+        for limit in (t * rng.uniform(0.5, 1.0), t, t * (1 + 1e-13), t * rng.uniform(1.0, 2.0)):
+            got = gemm._plan(*args, limit=limit)
+            if t < limit * (1 - 1e-12):
+                assert got == full, (args, limit)
+            else:
+                assert got is None, (args, limit)
+        counted = []
+        wave = gemm.Wave
+
+        def count(*a, **k):
+            counted.append(1)
+            return wave(*a, **k)
+
+        gemm.Wave = count
+        try:
+            if (
+                len(full.waves) >= 20
+                and gemm._plan(*args, limit=t * 0.5) is None
+                and len(counted) < len(full.waves) // 2
+            ):
+                dropped_early += 1
+        finally:
+            gemm.Wave = wave
+    assert dropped_early > 10

@@ -392,7 +392,11 @@ def plan_gemm(
                 bound = _compute_bound_s(shape, hw, cus, chunks, t, sk) * (1 - 1e-9)  # (rounding margin)
                 if bound >= best[0] * (1 - 1e-12):
                     continue
-            p = _plan(shape, hw, cus, chunks, order, bypass, t, sk)
+            # (a candidate is also dropped while it is planned, once its waves so far and the CU time of
+            # the rest cannot beat the best: most menu tiles lose to memory within their first waves)
+            p = _plan(shape, hw, cus, chunks, order, bypass, t, sk, limit=None if best is None else best[0])
+            if p is None:
+                continue
             est = p.alone_s(hw)
             if best is None or est < best[0] * (1 - 1e-12):
                 best = (est, p)
@@ -453,11 +457,15 @@ def _compute_bound_s(shape, hw, cus, chunks, tile, stream_k: bool) -> float:
 
 
 def _plan(
-    shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False, walk: bool = False
-) -> GemmPlan:
+    shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False, walk: bool = False,
+    limit: float | None = None,
+) -> GemmPlan | None:  # fmt: skip
     """The plan of one tile and decomposition (:func:`plan_gemm` picks among them). The reuse distances
     of a row-major raster are computed in closed form (:func:`_row_reuse`); a column-major raster (or
-    ``walk``, the tests' oracle) walks every operand block's last use."""
+    ``walk``, the tests' oracle) walks every operand block's last use. ``limit``: the best time alone so
+    far; None is returned as soon as the plan cannot beat it (its launch and waves so far, each as
+    :meth:`GemmPlan.alone_s` adds them, plus the CU time alone of the waves left: a wave takes at least
+    its CU time, and rounded sums are monotone, so the margin of 1e-9 covers the rounding)."""
     c = hw.compute
     bm, bn = tile
     rows = shape.m // chunks
@@ -478,18 +486,38 @@ def _plan(
     slice_bytes = max(1, c.k_stages - 1) * (bm + bn) * c.k_step * eb
     total = tiles_c * chunks
     nwaves = math.ceil(total / wave_size)
-    # pass 1: every wave's segments, its (allocating) output and its distinct blocks' bytes (as merged
-    # intervals of block indices where the blocks' last uses are walked)
-    wave_sets: list[tuple[list, list, list, dict[int, float], int]] = []
-    ws_bytes, out_alloc = [], []
     one = chunks == 1 and not walk  # a plain GEMM: every wave is one segment of the one chunk
     ch0, alloc0 = order[0], 0 not in bypass
-    for lo in range(0, total, wave_size):
+    ws_bytes: list[float] = []  # per wave: its distinct blocks' bytes
+    pws, pout = [0.0], [0.0]  # prefix sums of ws_bytes and of the waves' allocating output
+    last_a = [-1] * (chunks * tm) if walk else []  # per block: the wave that used it last (-1: none yet)
+    last_b = [-1] * tn if walk else []
+    waves = []
+    if limit is not None:
+        timing, cap = _timing(hw), hw.hbm.effective_Bps
+        seen: dict[tuple, float] = {}
+        t_sum = c.kernel_launch_s
+        full_s = math.ceil(wave_size / cus) * t_tile  # the CU time of a full wave and of the last one
+        n_last = total - (nwaves - 1) * wave_size
+        if stream_k:
+            last_s = n_last * t_main / cus + t_epi + stream_k_fixup_s(hw, bm, bn)
+        else:
+            last_s = math.ceil(n_last / cus) * t_tile
+        stop = limit * (1 - 1e-12)
+    misses: dict[float, float] = {}  # reuse distance -> L2 miss probability (the waves repeat distances)
+    # a row-major wave that starts past the first tile row reuses by lags that depend only on where it starts
+    # in its row and on its size: (lo % tn, n) -> ((w - p, bytes) in order, cold bytes)
+    lags: dict[tuple[int, int], tuple[tuple[tuple[int, float], ...], float]] = {}
+    for w in range(nwaves):
+        # the wave's segments, its (allocating) output and its distinct blocks' bytes (as merged intervals of
+        # block indices where the blocks' last uses are walked)
+        lo = w * wave_size
         hi = min(lo + wave_size, total)
+        n = hi - lo
         arows: list[tuple[int, int]] = []
         bcols: list[tuple[int, int]] = []
         if one:  # (the loop below for a single chunk, its sums in the same order)
-            nb = out_tile * (hi - lo)
+            nb = out_tile * n
             segs, writes, alloc = [(ch0, lo, hi)], {ch0: 0.0 + nb}, (0.0 + nb if alloc0 else 0.0)
         else:
             segs = []
@@ -517,24 +545,8 @@ def _plan(
             arows, bcols = _merged(arows), _merged(bcols)
             ws_bytes.append(_length(arows) * a_block + _length(bcols) * b_block)
         else:  # row-major: the wave's walk rows (A blocks) and min(n, tn) columns (B blocks)
-            ws_bytes.append(((hi - 1) // tn - lo // tn + 1) * a_block + min(hi - lo, tn) * b_block)
-        wave_sets.append((arows, bcols, segs, writes, hi - lo))
-        out_alloc.append(alloc)
-    # pass 2: reuse distances -> DRAM reads (blocks grouped by the wave that used them last)
-    pws = [0.0]
-    pout = [0.0]
-    for w in range(nwaves):
-        pws.append(pws[-1] + ws_bytes[w])
-        pout.append(pout[-1] + out_alloc[w])
-    last_a = [-1] * (chunks * tm) if walk else []  # per block: the wave that used it last (-1: none yet)
-    last_b = [-1] * tn if walk else []
-    waves = []
-    misses: dict[float, float] = {}  # reuse distance -> L2 miss probability (the waves repeat distances)
-    # a row-major wave that starts past the first tile row reuses by lags that depend only on where it starts
-    # in its row and on its size: (lo % tn, n) -> ((w - p, bytes) in order, cold bytes)
-    lags: dict[tuple[int, int], tuple[tuple[tuple[int, float], ...], float]] = {}
-    for w, (arows, bcols, segs, writes, n) in enumerate(wave_sets):
-        lo = w * wave_size
+            ws_bytes.append(((hi - 1) // tn - lo // tn + 1) * a_block + min(n, tn) * b_block)
+        # reuse distances -> DRAM reads (blocks grouped by the wave that used them last)
         if walk:
             prev, cold = _walk_reuse(w, arows, bcols, last_a, last_b, a_block, b_block)
         elif lo < tn:
@@ -553,6 +565,8 @@ def _plan(
             if miss is None:
                 miss = misses[d] = 1.0 - l2_hit(d, hw)
             reads += nbytes * miss if miss > 1e-12 else 0.0
+        pws.append(pws[-1] + ws_bytes[w])
+        pout.append(pout[-1] + alloc)
         per_cu = math.ceil(n / cus)
         used = min(n, cus)
         compute_s = per_cu * t_tile
@@ -564,6 +578,16 @@ def _plan(
         l2_reads = n * (a_block + b_block)
         window = used * c.wg_per_cu * slice_bytes * (reads / l2_reads) if l2_reads > 0 else 0.0
         waves.append(Wave(w, n, tuple(segs), reads, writes, compute_s, used, reads * kfrac, window))
+        if limit is not None:
+            key = (reads * kfrac, window, sum(writes.values()), reads, compute_s)
+            pb = seen.get(key)
+            if pb is None:
+                p_s, b_s = _wave_alone_s(timing, cap, *key)
+                pb = seen[key] = p_s + b_s
+            t_sum += pb
+            left = nwaves - 1 - w
+            if t_sum + ((left - 1) * full_s + last_s if left else 0.0) * (1 - 1e-9) >= stop:
+                return None
     return GemmPlan(
         shape, chunks, order, bm, bn, tm, tn, wave_size, cus, t_tile, tuple(waves), c.raster, bypass, stream_k
     )

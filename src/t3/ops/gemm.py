@@ -507,6 +507,21 @@ def _plan(
         else:
             last_s = math.ceil(n_last / cus) * t_tile
         stop = limit * (1 - 1e-12)
+    # a row-major raster's full waves repeat every ``period`` waves (where a wave starts in its tile row
+    # repeats, and with it the wave's reuse lags and distinct blocks): a full wave's numbers are those of the
+    # wave ``period`` before when that one also started past the first tile row and the allocating output of
+    # every wave its reuse distances span (at most ``span`` back) repeats too, where the sums behind the
+    # distances are exact (whole bytes, below 2^52)
+    period = tn // math.gcd(tn, wave_size)
+    span = tn // wave_size + 2  # (a column's previous tile is tn tiles back; a row's, in the wave before)
+    repeats = (
+        not walk
+        and float(out_tile).is_integer()
+        and total * (a_block + b_block + out_tile) < 2.0**52
+        and not (stream_k and total % wave_size == 0)
+    )
+    allocs: list[float] = []
+    differs = -1  # the last wave whose allocating output is not that of the wave ``period`` before
     misses: dict[float, float] = {}  # reuse distance -> L2 miss probability (the waves repeat distances)
     # a row-major wave that starts past the first tile row reuses by lags that depend only on where it starts
     # in its row and on its size: (lo % tn, n) -> ((w - p, bytes) in order, cold bytes)
@@ -549,38 +564,50 @@ def _plan(
             ws_bytes.append(_length(arows) * a_block + _length(bcols) * b_block)
         else:  # row-major: the wave's walk rows (A blocks) and min(n, tn) columns (B blocks)
             ws_bytes.append(((hi - 1) // tn - lo // tn + 1) * a_block + min(n, tn) * b_block)
-        # reuse distances -> DRAM reads (blocks grouped by the wave that used them last)
-        if walk:
-            prev, cold = _walk_reuse(w, arows, bcols, last_a, last_b, a_block, b_block)
-        elif lo < tn:
-            prev, cold = _row_reuse(w, lo, n, wave_size, tn, a_block, b_block)
+        allocs.append(alloc)
+        if w < period or alloc != allocs[w - period]:
+            differs = w
+        if repeats and n == wave_size and lo - period * wave_size >= tn and differs < w - period - span:
+            src = waves[w - period]  # (its numbers; its own index and tiles)
+            pws.append(pws[-1] + ws_bytes[w])
+            pout.append(pout[-1] + alloc)
+            reads, compute_s, window = src.read_bytes, src.compute_s, src.window_bytes
+            waves.append(
+                Wave(w, n, tuple(segs), reads, writes, compute_s, src.cus_used, src.prologue_bytes, window)
+            )
         else:
-            rel = lags.get((lo % tn, n))
-            if rel is None:
+            # reuse distances -> DRAM reads (blocks grouped by the wave that used them last)
+            if walk:
+                prev, cold = _walk_reuse(w, arows, bcols, last_a, last_b, a_block, b_block)
+            elif lo < tn:
                 prev, cold = _row_reuse(w, lo, n, wave_size, tn, a_block, b_block)
-                lags[lo % tn, n] = (tuple((w - p, nb) for p, nb in prev.items()), cold)
             else:
-                prev, cold = {w - lag: nb for lag, nb in rel[0]}, rel[1]
-        reads = cold
-        for p, nbytes in prev.items():
-            d = 0.5 * ws_bytes[p] + (pws[w] - pws[p + 1]) + 0.5 * ws_bytes[w] + (pout[w] - pout[p])
-            miss = misses.get(d)
-            if miss is None:
-                miss = misses[d] = 1.0 - l2_hit(d, hw)
-            reads += nbytes * miss if miss > 1e-12 else 0.0
-        pws.append(pws[-1] + ws_bytes[w])
-        pout.append(pout[-1] + alloc)
-        per_cu = math.ceil(n / cus)
-        used = min(n, cus)
-        compute_s = per_cu * t_tile
-        if stream_k and w == nwaves - 1:
-            # the partial last wave's n tiles of K loops spread evenly over every CU: each CU runs n / cus
-            # of a tile's K loop, at most one tile's epilogue, and the fixup of the tile it splits
-            used = cus
-            compute_s = n * t_main / cus + t_epi + stream_k_fixup_s(hw, bm, bn)
-        l2_reads = n * (a_block + b_block)
-        window = used * c.wg_per_cu * slice_bytes * (reads / l2_reads) if l2_reads > 0 else 0.0
-        waves.append(Wave(w, n, tuple(segs), reads, writes, compute_s, used, reads * kfrac, window))
+                rel = lags.get((lo % tn, n))
+                if rel is None:
+                    prev, cold = _row_reuse(w, lo, n, wave_size, tn, a_block, b_block)
+                    lags[lo % tn, n] = (tuple((w - p, nb) for p, nb in prev.items()), cold)
+                else:
+                    prev, cold = {w - lag: nb for lag, nb in rel[0]}, rel[1]
+            reads = cold
+            for p, nbytes in prev.items():
+                d = 0.5 * ws_bytes[p] + (pws[w] - pws[p + 1]) + 0.5 * ws_bytes[w] + (pout[w] - pout[p])
+                miss = misses.get(d)
+                if miss is None:
+                    miss = misses[d] = 1.0 - l2_hit(d, hw)
+                reads += nbytes * miss if miss > 1e-12 else 0.0
+            pws.append(pws[-1] + ws_bytes[w])
+            pout.append(pout[-1] + alloc)
+            per_cu = math.ceil(n / cus)
+            used = min(n, cus)
+            compute_s = per_cu * t_tile
+            if stream_k and w == nwaves - 1:
+                # the partial last wave's n tiles of K loops spread evenly over every CU: each CU runs n / cus
+                # of a tile's K loop, at most one tile's epilogue, and the fixup of the tile it splits
+                used = cus
+                compute_s = n * t_main / cus + t_epi + stream_k_fixup_s(hw, bm, bn)
+            l2_reads = n * (a_block + b_block)
+            window = used * c.wg_per_cu * slice_bytes * (reads / l2_reads) if l2_reads > 0 else 0.0
+            waves.append(Wave(w, n, tuple(segs), reads, writes, compute_s, used, reads * kfrac, window))
         if limit is not None:
             key = (reads * kfrac, window, sum(writes.values()), reads, compute_s)
             pb = seen.get(key)

@@ -229,3 +229,22 @@ def test_fp8_gemms_write_a_16_bit_output():
     hw = load_hardware("h100-8")
     r8 = api.gemm(8192, 8192, 1024, dtype="fp8", hardware=hw)
     assert r8["epilogue_s"] == pytest.approx(tile_epilogue_s(hw, 256, 128, 2), rel=1e-12)
+
+
+def test_an_output_type_set_by_the_caller_is_what_each_tile_stores():
+    """``out_dtype`` (e.g. cublasGemmEx with an FP32 C) sets the output's bytes: the plan writes m x n x 4
+    bytes and each tile's exposed epilogue stores 4-byte elements; FP32 output is never faster; None is
+    the library's default (the row above), echoed as the type charged."""
+    hw = load_hardware("h100-8")
+    s = GemmShape(2048, 2048, 2048, "fp16", "fp32")
+    assert s.out_elem_bytes == 4 and s.out_bytes == 2048 * 2048 * 4
+    assert GemmShape(2048, 2048, 2048, "fp8", "fp32").out_elem_bytes == 4
+    plan = plan_gemm(s, hw)
+    assert sum(sum(w.write_bytes.values()) for w in plan.waves) == pytest.approx(2048 * 2048 * 4, rel=1e-12)
+    r32 = api.gemm(2048, 2048, 2048, dtype="fp16", hardware=hw, out_dtype="fp32")
+    r16 = api.gemm(2048, 2048, 2048, dtype="fp16", hardware=hw)
+    tm, tn = (int(x) for x in r32["tile"].split("x"))
+    assert r32["epilogue_s"] == pytest.approx(tile_epilogue_s(hw, tm, tn, 4), rel=1e-12)
+    assert r32["time_s"] > r16["time_s"]
+    assert (r32["out_dtype"], r16["out_dtype"]) == ("fp32", "fp16")
+    assert api.gemm(2048, 2048, 2048, dtype="fp8", hardware=hw)["out_dtype"] == "bf16"

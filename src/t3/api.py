@@ -182,7 +182,7 @@ GEMM_LOOPS = ("short", "sustained")
 
 def gemm(
     m: int, n: int, k: int, dtype: str = "bf16", hardware: str | Path | Hardware = "h100-8",
-    force: bool = False, loop: str = "short",
+    force: bool = False, loop: str = "short", out_dtype: str | None = None,
 ) -> dict[str, Any]:  # fmt: skip
     """One GEMM ``(m x k) @ (k x n)`` alone on one GPU (all CUs, one kernel launch).
 
@@ -195,12 +195,19 @@ def gemm(
     :func:`t3.ops.gemm.power_limited_s`, on presets with a ``power`` section; elsewhere the preset's GEMM
     clock serves both). Also returned: ``loop``, ``short_s`` (the time at the GEMM clock), ``power_s``
     (the power limit's bound; None where not modelled or short) and ``power_bound`` (it sets the time).
-    Work above :data:`t3.size.LIMIT_OPS` is refused (:class:`t3.errors.TooLargeError`) unless
+    ``out_dtype``: the output's type (``fp32``, ``fp16``, ``bf16``, ``fp8``; e.g. ``fp32`` for a
+    cublasGemmEx call with an FP32 C): its bytes are what each tile stores; None (the default) is the
+    libraries' default, the input's type (a 16-bit output for FP8); returned as the type the model
+    charged. Work above :data:`t3.size.LIMIT_OPS` is refused (:class:`t3.errors.TooLargeError`) unless
     ``force``."""
     for field, v in (("m", m), ("n", n), ("k", k)):
         _check_int(field, v, 1)
     hw = _hardware(hardware)
     _check_dtype(dtype, hw)
+    if out_dtype is not None:
+        from t3.workload.sublayers import DTYPE_BYTES
+
+        _check_choice("out_dtype", out_dtype, tuple(DTYPE_BYTES))
     _check_force(force)
     _check_choice("loop", loop, GEMM_LOOPS)
     if loop == "sustained" and hw.power is not None and dtype not in hw.power.flop_j:
@@ -211,7 +218,7 @@ def gemm(
             f" {sorted(hw.power.flop_j)}): its power-limited rate is not measured"
         )
     size.check(size.gemm_work(m, n, k, dtype, hw), force=force, flag="force=True")
-    t, plan = _gemm_time_s(GemmShape(m, n, k, dtype), hw)
+    t, plan = _gemm_time_s(GemmShape(m, n, k, dtype, out_dtype), hw)
     power_s = None
     if loop == "sustained" and hw.power is not None:
         from t3.ops.gemm import power_limited_s
@@ -220,7 +227,7 @@ def gemm(
     total = max(t, power_s or 0.0)
     return {
         "m": m, "n": n, "k": k, "dtype": dtype, "hardware": hw.name,
-        "time_s": total, "tflops": 2.0 * m * n * k / total / 1e12, **plan.breakdown(hw),
+        "out_dtype": out_dtype or ("bf16" if dtype == "fp8" else dtype), "time_s": total, "tflops": 2.0 * m * n * k / total / 1e12, **plan.breakdown(hw),
         "loop": loop, "short_s": t, "power_s": power_s, "power_bound": power_s is not None and power_s > t,
     }  # fmt: skip
 

@@ -96,6 +96,7 @@ def test_overlap_runs_the_named_schedule_and_best_is_the_fastest():
         (lambda: api.gemm(0, 1, 1), "m: must be >= 1, got 0"),
         (lambda: api.gemm(8, 8, "8"), "k: must be an integer"),
         (lambda: api.gemm(8, 8, 8, dtype="int4"), "dtype: unknown dtype 'int4'"),
+        (lambda: api.gemm(8, 8, 8, out_dtype="int8"), "out_dtype: unknown out_dtype 'int8'"),
         (lambda: api.overlap("allgather-gemm", 8, 8, 8), "op: unknown op 'allgather-gemm'"),
         (lambda: api.overlap("gemm-rs", 8, 8, 8, gpus=9), "gpus: 9 GPUs exceed"),
         (lambda: api.overlap("gemm-rs", 1001, 8, 8), "m: 1001 rows do not split over 8 GPUs"),

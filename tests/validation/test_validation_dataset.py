@@ -244,3 +244,29 @@ def test_a_predictor_with_overrides_predicts_on_the_overridden_preset(rows):
         hardware=load_hardware("h100-8", {"collective.nvls_loop_s": 0.0}),
     )
     assert off.detail["time_s"] == x["time_s"]
+
+
+def test_a_gemm_rows_output_type_is_checked_and_optional():
+    row = """
+[[row]]
+id = "g-1"
+category = "gemm_tflops"
+role = "validation"
+hardware = "h100-8"
+measured = 700.0
+unit = "TFLOPS"
+source = "https://example.org/page"
+locator = "table 1"
+conventions = "cublasGemmEx"
+[row.workload]
+m = 4096
+n = 4096
+k = 4096
+dtype = "fp16"
+"""
+    assert parse_rows(row, "g.toml")[0].workload["out_dtype"] == ""  # the library's default
+    assert parse_rows(row + 'out_dtype = "fp32"\n', "g.toml")[0].workload["out_dtype"] == "fp32"
+    with pytest.raises(
+        DatasetError, match=r"g.toml: row 1 \('g-1'\): workload.out_dtype: unknown dtype 'int8'"
+    ):
+        parse_rows(row + 'out_dtype = "int8"\n', "g.toml")

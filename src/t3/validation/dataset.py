@@ -102,6 +102,9 @@ WORKLOADS: dict[str, dict[str, Field]] = {
         # end, so the clock is the one the power limit allows (benchmarks/device_clock.py: a GEMM's clock
         # settles 0.10-0.15 s after it starts); "short" otherwise
         "loop": Field(str, "short", choices=("short", "sustained")),
+        # the output's type where the source sets it (e.g. cublasGemmEx with an FP32 C); "": the library's
+        # default (the input's type; 16 bits for FP8)
+        "out_dtype": Field(str, ""),
     },
     "overlap_speedup": {**_OVERLAP, "baseline": Field(str, "bulk-g1-M-cu")},
     "overlap_time": dict(_OVERLAP),
@@ -315,6 +318,12 @@ def _workload(w: Any, category: str, fail) -> dict[str, Any]:
         if out["dtype"] not in DTYPE_BYTES:
             raise fail(
                 "workload.dtype", f"unknown dtype '{out['dtype']}' (available: {', '.join(DTYPE_BYTES)})"
+            )
+        if out.get("out_dtype") and out["out_dtype"] not in DTYPE_BYTES:
+            raise fail(
+                "workload.out_dtype",
+                f"unknown dtype '{out['out_dtype']}' (available: {', '.join(DTYPE_BYTES)}; omit it for the"
+                " library's default)",
             )
     for k in ("schedule", "baseline"):
         if k in out and out[k] != "best":

@@ -98,6 +98,7 @@ def _gemm(d: dict[str, Any]) -> list[tuple[str, str]]:
         ("kernel", f"{d['tile']} tiles, {d['tiles']} tiles in {d['waves']} waves of {d['wave_size']} "
                    f"({per_wave:.3g} waves of work), K split {d['split_k']}"),
         ("decomposition", "stream-K in the last wave" if d["stream_k"] else "data-parallel (whole tiles)"),
+        ("output", f"{d['out_dtype']} (the bytes each tile stores)"),
         ("tile rate", f"{_tf(d['tile_flops_per_s'])} per CU, bound by {bound}"),
         ("epilogue", f"{_us(d['epilogue_s'])} per tile after its K loop" if d["epilogue_s"] else "overlapped"),
         ("clock", f"{d['clock_hz'] / 1e9:.4g} GHz"),

@@ -106,7 +106,14 @@ class Predictor:
                             "terms": r["terms"]})  # fmt: skip
         if row.category == "gemm_tflops":
             r = self._call(
-                api.gemm, m=w["m"], n=w["n"], k=w["k"], dtype=w["dtype"], hardware=hw, loop=w["loop"]
+                api.gemm,
+                m=w["m"],
+                n=w["n"],
+                k=w["k"],
+                dtype=w["dtype"],
+                hardware=hw,
+                loop=w["loop"],
+                out_dtype=w["out_dtype"] or None,
             )
             detail = {k: v for k, v in r.items() if k not in ("m", "n", "k", "dtype", "hardware", "tflops")}
             # a kernel's device time has no launch in it: compare like with like

@@ -40,6 +40,9 @@ class GemmShape:
     n: int
     k: int
     dtype: str = "fp16"
+    # the output's type where the caller sets it (e.g. cublasGemmEx with an FP32 C); None: the library's
+    # default (below)
+    out_dtype: str | None = None
 
     @property
     def flops(self) -> float:
@@ -53,7 +56,9 @@ class GemmShape:
     def out_elem_bytes(self) -> int:
         """Bytes of one output element: the input's, but 2 for FP8, whose GEMMs write a 16-bit result (the
         libraries' FP8 GEMMs take a BF16 or FP16 output: torch._scaled_mm's out_dtype, cuBLASLt's D type in
-        every FP8 row of the dataset and of `t3 measure`)."""
+        every FP8 row of the dataset and of `t3 measure`); ``out_dtype``'s where given."""
+        if self.out_dtype is not None:
+            return DTYPE_BYTES[self.out_dtype]
         return 2 if self.dtype == "fp8" else self.elem_bytes
 
     @property

@@ -60,7 +60,8 @@ def describe(row) -> str:
         algo = "" if w["algo"] == "auto" else f" {w['algo']}"
         return f"{w['op']} {_size(w['nbytes'])}{algo}"
     if row.category == "gemm_tflops":
-        return f"GEMM {w['m']}x{w['n']}x{w['k']} {w['dtype']}"
+        out = f" -> {w['out_dtype']}" if w.get("out_dtype") else ""
+        return f"GEMM {w['m']}x{w['n']}x{w['k']} {w['dtype']}{out}"
     if row.category == "interference":
         if w["comm"] in ("sm_copy", "sm_reduce", "memcpy", "ce_copy"):
             comm = f"{w['comm']} {_size(w['nbytes'])}" + (f" on {w['cus']} CUs" if w["cus"] else "")

@@ -376,7 +376,10 @@ def _operator(
     from t3.workload import get_model, sublayer_operator
 
     op = sublayer_operator(get_model(model), sublayer, tp, tokens)
-    return op, dataclasses.asdict(op)
+    d = dataclasses.asdict(op)
+    if d["gemm"].get("out_dtype") is None:  # (the library's default output: keys as before the field)
+        del d["gemm"]["out_dtype"]
+    return op, d
 
 
 def _resolve(point: dict[str, Any]) -> tuple[_Resolved, Any]:

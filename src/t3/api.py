@@ -218,7 +218,8 @@ def gemm(
             f" {sorted(hw.power.flop_j)}): its power-limited rate is not measured"
         )
     size.check(size.gemm_work(m, n, k, dtype, hw), force=force, flag="force=True")
-    t, plan = _gemm_time_s(GemmShape(m, n, k, dtype, out_dtype), hw)
+    shape = GemmShape(m, n, k, dtype, out_dtype)
+    t, plan = _gemm_time_s(shape, hw)
     power_s = None
     if loop == "sustained" and hw.power is not None:
         from t3.ops.gemm import power_limited_s
@@ -227,7 +228,8 @@ def gemm(
     total = max(t, power_s or 0.0)
     return {
         "m": m, "n": n, "k": k, "dtype": dtype, "hardware": hw.name,
-        "out_dtype": out_dtype or ("bf16" if dtype == "fp8" else dtype), "time_s": total, "tflops": 2.0 * m * n * k / total / 1e12, **plan.breakdown(hw),
+        "out_dtype": shape.out_type, "time_s": total, "tflops": 2.0 * m * n * k / total / 1e12,
+        **plan.breakdown(hw),
         "loop": loop, "short_s": t, "power_s": power_s, "power_bound": power_s is not None and power_s > t,
     }  # fmt: skip
 

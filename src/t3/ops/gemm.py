@@ -175,13 +175,19 @@ class GemmPlan:
         timing, cap = _timing(hw), hw.hbm.effective_Bps
         seen: dict[tuple, float] = {}  # the waves of a plan repeat the same few situations
         for w in self.waves:
-            key = (w.prologue_bytes, w.window_bytes, sum(w.write_bytes.values()), w.read_bytes, w.compute_s)
-            pb = seen.get(key)
-            if pb is None:
-                p, b = _wave_alone_s(timing, cap, *key)
-                pb = seen[key] = p + b
-            t += pb
+            t += _wave_pb(w, timing, cap, seen)
         return t
+
+
+def _wave_pb(w: Wave, timing: HbmTiming, cap: float, seen: dict[tuple, float]) -> float:
+    """Prologue + body seconds of wave ``w`` alone (:func:`_wave_alone_s`), memoised in ``seen`` by the
+    wave's numbers (what :meth:`GemmPlan.alone_s` adds per wave, and :func:`_plan`'s limit with it)."""
+    key = (w.prologue_bytes, w.window_bytes, sum(w.write_bytes.values()), w.read_bytes, w.compute_s)
+    pb = seen.get(key)
+    if pb is None:
+        p, b = _wave_alone_s(timing, cap, *key)
+        pb = seen[key] = p + b
+    return pb
 
 
 def _timing(hw: Hardware) -> HbmTiming:
@@ -569,8 +575,6 @@ def _plan(
             differs = w
         if repeats and n == wave_size and lo - period * wave_size >= tn and differs < w - period - span:
             src = waves[w - period]  # (its numbers; its own index and tiles)
-            pws.append(pws[-1] + ws_bytes[w])
-            pout.append(pout[-1] + alloc)
             reads, compute_s, window = src.read_bytes, src.compute_s, src.window_bytes
             waves.append(
                 Wave(w, n, tuple(segs), reads, writes, compute_s, src.cus_used, src.prologue_bytes, window)
@@ -595,8 +599,6 @@ def _plan(
                 if miss is None:
                     miss = misses[d] = 1.0 - l2_hit(d, hw)
                 reads += nbytes * miss if miss > 1e-12 else 0.0
-            pws.append(pws[-1] + ws_bytes[w])
-            pout.append(pout[-1] + alloc)
             per_cu = math.ceil(n / cus)
             used = min(n, cus)
             compute_s = per_cu * t_tile
@@ -608,13 +610,10 @@ def _plan(
             l2_reads = n * (a_block + b_block)
             window = used * c.wg_per_cu * slice_bytes * (reads / l2_reads) if l2_reads > 0 else 0.0
             waves.append(Wave(w, n, tuple(segs), reads, writes, compute_s, used, reads * kfrac, window))
+        pws.append(pws[-1] + ws_bytes[w])
+        pout.append(pout[-1] + alloc)
         if limit is not None:
-            key = (reads * kfrac, window, sum(writes.values()), reads, compute_s)
-            pb = seen.get(key)
-            if pb is None:
-                p_s, b_s = _wave_alone_s(timing, cap, *key)
-                pb = seen[key] = p_s + b_s
-            t_sum += pb
+            t_sum += _wave_pb(waves[-1], timing, cap, seen)
             left = nwaves - 1 - w
             if t_sum + ((left - 1) * full_s + last_s if left else 0.0) * (1 - 1e-9) >= stop:
                 return None

@@ -57,9 +57,14 @@ class GemmShape:
         """Bytes of one output element: the input's, but 2 for FP8, whose GEMMs write a 16-bit result (the
         libraries' FP8 GEMMs take a BF16 or FP16 output: torch._scaled_mm's out_dtype, cuBLASLt's D type in
         every FP8 row of the dataset and of `t3 measure`); ``out_dtype``'s where given."""
+        return DTYPE_BYTES[self.out_type]
+
+    @property
+    def out_type(self) -> str:
+        """The output's type: ``out_dtype`` where given, else the input's, BF16 for FP8 (above)."""
         if self.out_dtype is not None:
-            return DTYPE_BYTES[self.out_dtype]
-        return 2 if self.dtype == "fp8" else self.elem_bytes
+            return self.out_dtype
+        return "bf16" if self.dtype == "fp8" else self.dtype
 
     @property
     def out_bytes(self) -> int:

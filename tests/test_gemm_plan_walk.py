@@ -160,7 +160,7 @@ def test_a_plan_is_dropped_only_when_it_cannot_beat_the_limit():
         counted = []
         wave = gemm.Wave
 
-        def count(*a, **k):
+        def count(*a, counted=counted, wave=wave, **k):
             counted.append(1)
             return wave(*a, **k)
 

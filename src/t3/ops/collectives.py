@@ -271,6 +271,17 @@ def ring_step_latency(hw: Hardware, algo: Algo, ex: Executor, n: int) -> float:
     return intra + (nodes - 1) / (n - 1) * (inter - intra)
 
 
+def p2p_step_latency(hw: Hardware, algo: Algo, ex: Executor, n: int) -> float:
+    """Latency of a grouped send/recv (all-to-all) on ``n`` GPUs: a step's (:func:`step_latency`) in one
+    node; across nodes, where some peers are reached through the NICs, the network step's
+    (``collective.<proto>.net_step_latency_s``: NCCL's ``hwLatencies[NET]``, which holds the proxy's post
+    and the wire), taken by every send of the call (the call ends with its network sends)."""
+    alpha = step_latency(hw, algo, ex)
+    if not spans_nodes(hw, n):
+        return alpha
+    return max(alpha, protocol(hw, algo.proto).net_step_latency_s)
+
+
 def nic_Bps_per_gpu(hw: Hardware) -> float:
     """A GPU's share of its node's NICs (bytes/s per direction)."""
     net = hw.network
@@ -444,14 +455,22 @@ def send_to_peers(
     ``owner_reduce``: the receiver reduces N blocks of ``owner_reduce / N`` bytes (N reads + 1 write),
     its work spread evenly over the N-1 sends that land there (pipelined with the arrivals).
     ``p2p``: a send of ``nb`` bytes moves at most ``p2p(nb)[0]`` payload bytes/s (its connections' rate,
-    0: no limit) and ends ``p2p(nb)[1]`` s later (the receiver's copy of its last step)."""
+    0: no limit) and ends ``p2p(nb)[1]`` s later (the receiver's copy of its last step). A peer on another
+    node (``network``) is reached through g's NIC share and the peer's (:meth:`ScheduleBuilder.nic_path`,
+    at :func:`net_wire`); the per-connection rate is the node fabric's and does not cap it."""
     wire = _wire(b.hw, algo)
-    n = b.n
+    n, k = b.n, b.node_gpus
+    nwire = net_wire(b.hw, algo) if k else 0.0
     share = local / (n - 1)
     rr, rw = owner_reduce / (n - 1), owner_reduce / n / (n - 1)  # per landing send: reads, writes
     for off in range(1, b.n):
         nb = sizes(off)
-        work = transfer_work(b, g, g + off, nb, ex, wire)
+        remote = bool(k) and (g % n) // k != ((g + off) % n) // k
+        if remote:
+            work = [(r, nb * nwire) for r in b.nic_path(g, g + off)]
+            work += [(b.hbm(g), nb), (b.hbm_w(g + off), nb)] + ex.work(b, g, 2 * nb, nb)
+        else:
+            work = transfer_work(b, g, g + off, nb, ex, wire)
         rd = wr = nb
         if recv_copy:
             work += [(b.hbm(g + off), nb), (b.hbm_w(g + off), nb)] + ex.work(b, g + off, 2 * nb, nb)
@@ -463,7 +482,7 @@ def send_to_peers(
             work += [(b.hbm(g + off), rr), (b.hbm_w(g + off), rw)] + ex.reduce_work(b, g + off, rr + rw)
             rd, wr = rd + rr, wr + rw
         conn, drain = p2p(nb) if p2p else (0.0, 0.0)
-        caps = [(r, conn * wire) for r in b.path(g, g + off)] if conn else []
+        caps = [(r, conn * wire) for r in b.path(g, g + off)] if conn and not remote else []
         b.add(
             g, f"{prefix}.send{off}", kind="send", cat=cat, work=work, caps=caps, delay_s=delay + drain,
             deps=start(g),
@@ -488,10 +507,13 @@ def candidates(
     kind = hw.topology.kind
     protos = [p for p in PROTOCOLS if protocol(hw, p).enabled] or ["simple"]
     if spans_nodes(hw, n):
-        # NCCL across nodes: the ring (its Tree, PAT, NVLS-Tree and CollNet are not modelled here); NVLS
-        # alone needs CollNet there (tuning.cc), the copy engines do not drive the NICs
-        if op == "all_to_all" or ex.kind == "dma":
+        # NCCL across nodes: the ring (its Tree, PAT, NVLS-Tree and CollNet are not modelled here) and the
+        # grouped send/recv of an all-to-all; NVLS alone needs CollNet there (tuning.cc), the copy engines
+        # do not drive the NICs
+        if ex.kind == "dma":
             return []
+        if op == "all_to_all":
+            return [Algo("direct", p) for p in protos]
         return [Algo("ring", p) for p in protos]
     if ex.kind == "dma":
         if kind == "ring":
@@ -526,7 +548,7 @@ def valid_algos(op: str, hw: Hardware, n: int) -> list[str]:
     kind = hw.topology.kind
     out = ["auto"]
     for name in ALGORITHMS[op]:
-        if name == "direct" and (kind == "ring" or spans_nodes(hw, n)):
+        if name == "direct" and (kind == "ring" or (spans_nodes(hw, n) and op != "all_to_all")):
             continue
         if name == "nvls":
             if nvls_available(hw, n):
@@ -549,7 +571,7 @@ def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = N
         raise ScheduleError(
             f"gpus: {op} {'on copy engines ' if ex.kind == 'dma' else ''}across the {n // hw.topology.gpus} nodes"
             f" of '{hw.name}' is not modelled (across nodes: the library's ring all-reduce, all-gather and"
-            " reduce-scatter)"
+            " reduce-scatter, and its all-to-all, on the CUs)"
         )
     if not cands:
         raise ScheduleError(f"topology: {op} is not modelled on a {hw.topology.kind} topology")
@@ -841,7 +863,9 @@ def all_to_all(
     b.meta.setdefault("algos", {})[prefix] = str(a)
     hw = b.hw
     delay = (
-        step_latency(hw, a, ex) + base_latency(hw, a, ex) + (hw.compute.kernel_launch_s if launch else 0.0)
+        p2p_step_latency(hw, a, ex, n)
+        + base_latency(hw, a, ex)
+        + (hw.compute.kernel_launch_s if launch else 0.0)
     )
     for g in b.gpus:
         row = matrix[g]
@@ -966,10 +990,15 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
         elif op == "all_to_all":
             m = nbytes / (n - 1)
             _, conn, drain = p2p_connections(hw, n, m, ex)
-            t = t0 + alpha + drain + max(_direct_send_s(hw, n, m, algo, ex, recv_copy=ex.kind == "cu"),
-                                         m / conn if conn else 0.0)  # fmt: skip
+            alpha = p2p_step_latency(hw, algo, ex, n)
+            remote = n - hw.topology.gpus if spans_nodes(hw, n) else 0  # peers on other nodes
+            nic = remote * m * net_wire(hw, algo) / nic_Bps_per_gpu(hw) if remote else 0.0
+            send = _direct_send_s(hw, n, m, algo, ex, recv_copy=ex.kind == "cu", link_peers=n - 1 - remote)
+            t = t0 + alpha + drain + max(send, nic, m / conn if conn else 0.0)
             if terms is not None and conn:
                 _add_parts(res, connections=m / conn, drain=drain)
+            if terms is not None and remote:
+                _add_parts(res, nic=nic)
         else:
             raise ConfigError(f"algo: no closed form for '{algo}' ({op})")
     elif algo.name == "nvls":
@@ -996,12 +1025,14 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
     return t
 
 
-def _direct_send_s(hw, n, m, algo, ex, recv_copy=False, reduce=0.0) -> float:
+def _direct_send_s(hw, n, m, algo, ex, recv_copy=False, reduce=0.0, link_peers=None) -> float:
     """N-1 concurrent sends of ``m`` bytes per GPU (each GPU receives as many); ``reduce``: the owner's
-    N-input reduction of blocks of ``reduce`` bytes rides on the arrivals."""
+    N-input reduction of blocks of ``reduce`` bytes rides on the arrivals. ``link_peers``: how many of
+    the N-1 go over the node's fabric (the others cross the network: their NIC time is the caller's)."""
     k = n - 1
     wire = _wire(hw, algo)
-    link = (k if hw.topology.kind == "switch" else 1) * m * wire / hw.link.bandwidth_Bps
+    lk = k if link_peers is None else link_peers
+    link = (lk if hw.topology.kind == "switch" else min(lk, 1)) * m * wire / hw.link.bandwidth_Bps
     reads, writes = k * m, k * m
     mem, moved = 2 * k * m, k * m
     if recv_copy:

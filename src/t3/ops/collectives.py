@@ -330,13 +330,14 @@ def ring_program(op: str, n: int) -> tuple[list[Step], Step]:
 
 # ---- building blocks ----------------------------------------------------------------------------------
 def transfer_work(
-    b: ScheduleBuilder, src: int, dst: int, nbytes: float, ex: Executor, wire: float | None = None
-) -> Work:
-    """Work of one copy of ``nbytes`` from ``src``'s HBM to ``dst``'s HBM over the link: link bytes at
-    ``wire`` per payload byte (default: the achievable link efficiency), a read at src, a write at dst,
-    a load and a store through the executor."""
+    b: ScheduleBuilder, src: int, dst: int, nbytes: float, ex: Executor, wire: float | None = None,
+    net: bool = False,
+) -> Work:  # fmt: skip
+    """Work of one copy of ``nbytes`` from ``src``'s HBM to ``dst``'s HBM over the link (``net``: through
+    the two GPUs' NIC shares, between nodes): link bytes at ``wire`` per payload byte (default: the
+    achievable link efficiency), a read at src, a write at dst, a load and a store through the executor."""
     w = 1.0 / b.hw.collective.link_efficiency if wire is None else wire
-    work = [(r, nbytes * w) for r in b.path(src, dst)]
+    work = [(r, nbytes * w) for r in (b.nic_path(src, dst) if net else b.path(src, dst))]
     work += [(b.hbm(src), nbytes), (b.hbm_w(dst), nbytes)]
     return work + ex.work(b, src, 2 * nbytes, nbytes)
 
@@ -459,18 +460,14 @@ def send_to_peers(
     node (``network``) is reached through g's NIC share and the peer's (:meth:`ScheduleBuilder.nic_path`,
     at :func:`net_wire`); the per-connection rate is the node fabric's and does not cap it."""
     wire = _wire(b.hw, algo)
-    n, k = b.n, b.node_gpus
-    nwire = net_wire(b.hw, algo) if k else 0.0
+    nwire = net_wire(b.hw, algo) if b.node_gpus else 0.0
+    n = b.n
     share = local / (n - 1)
     rr, rw = owner_reduce / (n - 1), owner_reduce / n / (n - 1)  # per landing send: reads, writes
     for off in range(1, b.n):
         nb = sizes(off)
-        remote = bool(k) and (g % n) // k != ((g + off) % n) // k
-        if remote:
-            work = [(r, nb * nwire) for r in b.nic_path(g, g + off)]
-            work += [(b.hbm(g), nb), (b.hbm_w(g + off), nb)] + ex.work(b, g, 2 * nb, nb)
-        else:
-            work = transfer_work(b, g, g + off, nb, ex, wire)
+        remote = b.crosses_nodes(g, g + off)
+        work = transfer_work(b, g, g + off, nb, ex, nwire if remote else wire, net=remote)
         rd = wr = nb
         if recv_copy:
             work += [(b.hbm(g + off), nb), (b.hbm_w(g + off), nb)] + ex.work(b, g + off, 2 * nb, nb)

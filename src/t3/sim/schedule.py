@@ -285,16 +285,21 @@ class ScheduleBuilder:
             hit = self._known["path", src, dst] = tuple(self._path(src, dst))
         return list(hit)
 
+    def crosses_nodes(self, src: int, dst: int) -> bool:
+        """Whether a transfer src -> dst leaves its node (GPUs of different nodes of ``network``)."""
+        k = self.node_gpus
+        return bool(k) and (src % self.n) // k != (dst % self.n) // k
+
     def nic_path(self, src: int, dst: int) -> list[int]:
         """Resources a transfer src -> dst between nodes occupies: src's NIC share out and dst's in
         (``network.nics_per_node`` NICs shared by the node's GPUs; rail-optimised: one leaf switch per
         rail, whose capacity is not a limit), each at bytes/s."""
         hit = self._known.get(("nic", src, dst))
         if hit is None:
-            net, k = self.hw.network, self.node_gpus
-            if not k or (src % self.n) // k == (dst % self.n) // k:
+            if not self.crosses_nodes(src, dst):
                 raise ScheduleError(f"transfer {src % self.n}->{dst % self.n} does not cross nodes")
-            bw = net.nic_Bps * net.nics_per_node / k
+            net = self.hw.network
+            bw = net.nic_Bps * net.nics_per_node / self.node_gpus
             s, d = self.canon(src), self.canon(dst)
             hit = self._known["nic", src, dst] = (
                 self._resource(f"nic-out:{s}", bw, "nic", s),
@@ -307,12 +312,12 @@ class ScheduleBuilder:
         src, dst = src % n, dst % n
         if src == dst:
             raise ScheduleError(f"transfer from GPU {src} to itself")
-        k = self.node_gpus
-        if k and src // k != dst // k:
+        if self.crosses_nodes(src, dst):
+            k = self.node_gpus
             raise ScheduleError(
                 f"transfer {src}->{dst} crosses from node {src // k} to node {dst // k} of '{self.hw.name}':"
-                " across nodes only the library's ring collectives are modelled (all-reduce, all-gather,"
-                " reduce-scatter), not this schedule's own transfers"
+                " across nodes only the library's collectives are modelled (ring all-reduce, all-gather,"
+                " reduce-scatter; all-to-all), not this schedule's own transfers"
             )
         bw = self.hw.link.bandwidth_Bps
         kind = self.hw.topology.kind

@@ -59,6 +59,7 @@ from typing import NamedTuple
 from t3.config.hardware import Hardware, per_hardware
 from t3.errors import ScheduleError
 from t3.sim.memory import HbmTiming
+from t3.sim.schedule import hbm_timing
 from t3.workload.sublayers import DTYPE_BYTES, GemmShape
 
 # Macro-tiles a GEMM library offers (rows x columns of the output per workgroup), largest first.
@@ -143,7 +144,7 @@ class GemmPlan:
         """(prologue, body) seconds of wave ``w`` alone on the GPU: the closed form of what the engine
         does with :func:`add_gemm`'s two ops (memory model included)."""
         return _wave_alone_s(
-            _timing(hw), hw.hbm.effective_Bps, w.prologue_bytes, w.window_bytes,
+            hbm_timing(hw), hw.hbm.effective_Bps, w.prologue_bytes, w.window_bytes,
             sum(w.write_bytes.values()), w.read_bytes, w.compute_s,
         )  # fmt: skip
 
@@ -172,7 +173,7 @@ class GemmPlan:
     def alone_s(self, hw: Hardware, launch: bool = True) -> float:
         """Contention-free time (s) of the whole GEMM alone: launch + every wave's prologue and body."""
         t = hw.compute.kernel_launch_s if launch else 0.0
-        timing, cap = _timing(hw), hw.hbm.effective_Bps
+        timing, cap = hbm_timing(hw), hw.hbm.effective_Bps
         seen: dict[tuple, float] = {}  # the waves of a plan repeat the same few situations
         for w in self.waves:
             t += _wave_pb(w, timing, cap, seen)
@@ -188,11 +189,6 @@ def _wave_pb(w: Wave, timing: HbmTiming, cap: float, seen: dict[tuple, float]) -
         p, b = _wave_alone_s(timing, cap, *key)
         pb = seen[key] = p + b
     return pb
-
-
-def _timing(hw: Hardware) -> HbmTiming:
-    h = hw.hbm
-    return HbmTiming(h.turnaround, h.latency_s, h.service_s, h.queue_entries, h.channels, h.entry_bytes)
 
 
 def _wave_alone_s(timing, cap, prologue, window, wb, read, compute_s) -> tuple[float, float]:
@@ -503,7 +499,7 @@ def _plan(
     last_b = [-1] * tn if walk else []
     waves = []
     if limit is not None:
-        timing, cap = _timing(hw), hw.hbm.effective_Bps
+        timing, cap = hbm_timing(hw), hw.hbm.effective_Bps
         seen: dict[tuple, float] = {}
         t_sum = c.kernel_launch_s
         full_s = math.ceil(wave_size / cus) * t_tile  # the CU time of a full wave and of the last one

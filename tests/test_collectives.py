@@ -475,3 +475,59 @@ def test_idle_time_is_what_the_engine_runs_for_a_bulk_collective_with_a_start():
     assert t == pytest.approx(
         7e-6 + idle_time("reduce_scatter", choose("reduce_scatter", 5e7, hw, 8), 5e7, hw, 8)
     )
+
+
+# ---- ring steps as copies of a template ----------------------------------------------------------
+@pytest.mark.parametrize(
+    "hwn,n,symmetric", [("h100-8", 8, True), ("mi300x-8", 8, False), ("h100-2x8", 16, True)]
+)
+@pytest.mark.parametrize("op", ["all_reduce", "reduce_scatter", "all_gather"])
+def test_ring_steps_copied_from_a_template_equal_ops_made_one_by_one(hwn, n, symmetric, op):
+    """run_ring makes a ring's repeated steps as copies of its first (``add_like``); every field the
+    engine reads equals what step_op makes of the same arguments, op by op (the reference)."""
+    from t3.ops.collectives import (
+        base_latency,
+        ring_hops,
+        ring_program,
+        ring_step_deps,
+        ring_step_latency,
+        step_op,
+    )
+
+    hw = load_hardware(hwn)
+    a = Algo("ring", "ll128")
+    ex = Executor()
+    b = ScheduleBuilder("t", hw, n, symmetric=symmetric)
+    {"all_reduce": all_reduce, "reduce_scatter": reduce_scatter, "all_gather": all_gather}[op](
+        b,
+        64e6,
+        algo=a,
+        ex=ex,
+        prefix="x",
+        **({"cats": ("c0", "c1")} if op == "all_reduce" else {"cat": "c0"}),
+    )
+    got = b.build()
+    copies = sum(o.like >= 0 for o in got.ops)
+    assert copies > 0  # the repeated primitives are copies
+    ref = ScheduleBuilder("t", hw, n, symmetric=symmetric)
+    steps, tail = ring_program(op, n)
+    hops, alpha = ring_hops(hw, n), ring_step_latency(hw, a, ex, n)
+    first = hw.compute.kernel_launch_s + base_latency(hw, a, ex)
+    for g in ref.gpus:
+        for j, st in enumerate(steps):
+            cat = "c0" if op != "all_reduce" or j < n else "c1"
+            deps = ring_step_deps(lambda g: [], g, j, "x", hops)
+            step_op(ref, g, f"x.{j}", st, 64e6 / n, hops, algo=a, ex=ex, cat=cat, prio=0, deps=deps,
+                    delay=alpha + (first if j == 0 else 0.0))  # fmt: skip
+    rops = ref.build().ops
+    want = {(o.gpu, o.key): o for o in rops}
+    fields = ("kind", "cat", "demands", "caps", "delay_s", "traffic", "prio", "acquire", "release",
+              "writes", "window", "rounds")  # fmt: skip
+    steps_got = [o for o in got.ops if o.kind.endswith("-step")]
+    assert len(steps_got) == len(want)
+    for o in steps_got:
+        w = want[(o.gpu, o.key)]
+        for f in fields:
+            assert getattr(o, f) == getattr(w, f), (o.key, f)
+        names = [(got.ops[d].gpu, got.ops[d].key) for d in o.deps]  # (op ids differ: no tails in ref)
+        assert names == [(rops[d].gpu, rops[d].key) for d in w.deps]

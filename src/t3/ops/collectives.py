@@ -50,7 +50,7 @@ from typing import Any
 
 from t3.config.hardware import Hardware
 from t3.errors import ConfigError, ScheduleError
-from t3.sim.schedule import Ref, ScheduleBuilder, hbm_timing
+from t3.sim.schedule import Op, Ref, ScheduleBuilder, hbm_timing
 
 StartFn = Callable[[int], list[Ref]]
 Work = list[tuple[int, float]]
@@ -345,8 +345,8 @@ def transfer_work(
 def step_op(
     b: ScheduleBuilder, g: int, key: str, st: Step, c: float, offs: list[int] | list[Hop], *, algo: Algo,
     ex: Executor, cat: str, delay: float, deps: list[Ref], prio: int, land=None, recv_reduce: bool = False,
-) -> None:  # fmt: skip
-    """One primitive on GPU g: reads and local writes at g, ``st.send * c`` spread over the peers
+) -> Op:  # fmt: skip
+    """One primitive on GPU g (the op it adds): reads and local writes at g, ``st.send * c`` spread over the peers
     ``g + off`` or over the hops (:class:`Hop`; across nodes through the NICs), landing there, or
     ``land(dst, nbytes)`` -> (work, written bytes) for NMC updates. ``recv_reduce``: the receiver also
     reduces each landed share into its own block (2 reads + 1 write on its CUs), the store-and-forward
@@ -387,7 +387,7 @@ def step_op(
             work += ex.reduce_work(b, g, st.mem * c)
     else:
         work += ex.cu_work(b, g, st.mem * c)
-    b.add(
+    return b.add(
         g, key, kind=f"{cat}-step", cat=cat, work=work, caps=caps, delay_s=delay, deps=deps,
         traffic={f"{cat}_read": reads, f"{cat}_write": written, "link": sent}, prio=prio,
         window=ex.window(hw),
@@ -424,13 +424,26 @@ def run_ring(
     alpha = ring_step_latency(hw, algo, ex, n)
     first = (hw.compute.kernel_launch_s if launch else 0.0) + base_latency(hw, algo, ex)
     last = len(steps) - 1
+    # a ring's steps of the same primitive, category and delay on one GPU are the same op but for their
+    # keys and dependencies: the first is the template of the others (not where ``land`` makes the
+    # landing work: it may differ per call)
+    made: dict[tuple, Op] | None = {} if land is None else None
     for g in b.gpus:
         for j, st in enumerate(steps):
             cat = cats(j)
             key = f"{prefix}.{j}"
             deps = ring_step_deps(start, g, j, prefix, hops)
-            step_op(b, g, key, st, c, hops, algo=algo, ex=ex, cat=cat, delay=alpha + (first if j == 0 else 0.0),
-                     deps=deps, prio=prio, land=land, recv_reduce=recv_reduce)  # fmt: skip
+            delay = alpha + (first if j == 0 else 0.0)
+            if made is not None:
+                tkey = (g, st, cat, delay)
+                like = made.get(tkey)
+                if like is not None:
+                    b.add_like(like, g, key, deps)
+                    continue
+            op = step_op(b, g, key, st, c, hops, algo=algo, ex=ex, cat=cat, delay=delay, deps=deps, prio=prio,
+                         land=land, recv_reduce=recv_reduce)  # fmt: skip
+            if made is not None:
+                made[tkey] = op
         if tail is not None:
             deps = [(g, f"{prefix}.{last}")] + [(h.src(g), f"{prefix}.{last}") for h in hops]
             cat = cats(last + 1)

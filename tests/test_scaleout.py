@@ -212,3 +212,28 @@ def test_ficco_across_nodes_is_refused_before_any_work():
     with pytest.raises(ConfigError, match="span nodes of 'h100-2x8'"):
         overlap("gemm-rs", 8192, 4096, 1792, gpus=16, hardware="h100-2x8", schedule="best")
     assert overlap("gemm-rs", 8192, 4096, 1792, gpus=8, hardware="h100-2x8")["time_s"] > 0
+
+
+# ---- T3's own transfers stay in one node: refused before any work ----------------------------------
+@pytest.mark.parametrize("config", ["t3", "t3-mca", "ideal-rs-nmc"])
+def test_t3_across_nodes_is_refused_before_any_simulation(config, monkeypatch):
+    """T3's stores, DMA and near-memory reductions use one node's fabric: on 16 GPUs of two nodes the
+    run is refused naming ``tp``, before any engine runs (the engine is made to fail if called); on one
+    node the same configuration runs. (A sweep's point fails with that message and the sweep goes on.)"""
+    from t3 import api
+    from t3.errors import ConfigError
+    from t3.sim.engine import Engine
+
+    def boom(*a, **k):
+        raise AssertionError("the engine ran before the refusal")
+
+    over = {"nmc.present": True}
+    with monkeypatch.context() as m:
+        m.setattr(Engine, "run", boom)
+        with pytest.raises(ConfigError, match=r"^tp: configuration '.*' on 16 GPUs spans the nodes"):
+            api.run(model="t-nlg", tp=16, config=config, hardware="h100-2x8", hw_overrides=over)
+        # without near-memory compute the first thing named is that
+        with pytest.raises(ConfigError, match=r"^nmc.present: "):
+            api.run(model="t-nlg", tp=16, config=config, hardware="h100-2x8")
+    rec = api.run(model="t-nlg", tp=8, config=config, hardware="h100-2x8", hw_overrides=over)
+    assert rec["time_s"] > 0

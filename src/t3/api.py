@@ -48,6 +48,8 @@ def check_run(op: Operator, hw: Hardware, spec: Any, options: RunOptions, force:
     if not isinstance(options, RunOptions):
         raise ConfigError(f"options: expected a t3.RunOptions, got {type(options).__name__}")
     spec.check(options)
+    if spec.requires is not None:
+        spec.requires(op, hw)
     if options.functional:
         from t3.schedules.t3 import require_functional
 

@@ -95,6 +95,9 @@ class ConfigSpec:
     description: str
     run: Callable[[Operator, Hardware, RunOptions], Outcome]
     params: dict[str, Param] = field(default_factory=dict)
+    # what the configuration needs of the operator and the hardware, checked before any work (raises a
+    # ConfigError naming the field): e.g. T3's near-memory compute and one node's fabric
+    requires: Callable[[Operator, Hardware], None] | None = None
 
     def check(self, opts: RunOptions) -> None:
         """Reject parameters this configuration does not take, wrongly typed or out of its choices."""
@@ -119,9 +122,12 @@ class ConfigSpec:
 CONFIGS: dict[str, ConfigSpec] = {}
 
 
-def register(name: str, description: str, params: dict[str, Param] | None = None):
+def register(
+    name: str, description: str, params: dict[str, Param] | None = None,
+    requires: Callable[[Operator, Hardware], None] | None = None,
+):  # fmt: skip
     def deco(fn: Callable[[Operator, Hardware, RunOptions], Outcome]):
-        CONFIGS[name] = ConfigSpec(name, description, fn, dict(params or {}))
+        CONFIGS[name] = ConfigSpec(name, description, fn, dict(params or {}), requires)
         return fn
 
     return deco

@@ -30,6 +30,7 @@ from __future__ import annotations
 import threading
 from bisect import bisect_right
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -40,7 +41,7 @@ from t3.hardware.address_map import AddressMap, direct_rs_maps, ring_rs_maps, st
 from t3.hardware.mca import McaPolicy, first_stage_intensity, mca_threshold
 from t3.hardware.nmc import nmc_reduce_scatter, require_nmc, update_work
 from t3.hardware.tracker import SEMAPHORE_KIND, TrackerModel
-from t3.ops.collectives import all_gather
+from t3.ops.collectives import all_gather, spans_nodes
 from t3.ops.gemm import GemmPlan, gemm_tail, plan_gemm
 from t3.schedules.base import Outcome, Param, RunOptions, register, summarize
 from t3.schedules.baselines import ideal_overlap, sequential_schedule
@@ -546,6 +547,24 @@ def built_schedule(
     return hit
 
 
+def t3_requires(name: str) -> Callable[[Operator, Hardware], None]:
+    """What configuration ``name`` (T3's mechanisms) needs, checked before any work: near-memory compute,
+    and a TP group inside one node (its stores, DMA and near-memory reductions use the node's fabric;
+    across nodes only the library's collectives are modelled)."""
+
+    def check(op: Operator, hw: Hardware) -> None:
+        require_nmc(hw, name)
+        if spans_nodes(hw, op.tp):
+            k = hw.topology.gpus
+            raise ConfigError(
+                f"tp: configuration '{name}' on {op.tp} GPUs spans the nodes of '{hw.name}' ({k} GPUs per"
+                f" node): its stores, DMA and near-memory reductions go over one node's fabric, and across"
+                f" nodes only the library's collectives are modelled (tp <= {k})"
+            )
+
+    return check
+
+
 FUNCTIONAL_PARAMS = {
     "functional_seed": Param((int,), "seed of the random operand values", needs="functional"),
     "functional_fault": Param((str, type(None)), "inject a fault the check must catch", FAULTS, "functional"),
@@ -556,6 +575,7 @@ FUNCTIONAL_PARAMS = {
     "t3",
     "T3: GEMM stores drive the RS (address map, tracker, DMA, NMC), default HBM arbitration; then AG",
     FUNCTIONAL_PARAMS,
+    t3_requires("t3"),
 )
 def run_t3(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
     bld, sched = built_schedule("t3", op, hw, opts, mca=False)
@@ -566,6 +586,7 @@ def run_t3(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
     "t3-mca",
     "T3 with memory-controller arbitration (GEMM first, occupancy threshold, starvation bound)",
     FUNCTIONAL_PARAMS,
+    t3_requires("t3-mca"),
 )
 def run_t3_mca(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
     bld, sched = built_schedule("t3-mca", op, hw, opts, mca=True)
@@ -579,7 +600,11 @@ def nmc_rs_schedule(op: Operator, hw: Hardware, opts: RunOptions) -> Schedule:
     return b.build()
 
 
-@register("ideal-rs-nmc", "GEMM and an RS with NMC reductions perfectly overlapped (isolated times), then AG")
+@register(
+    "ideal-rs-nmc",
+    "GEMM and an RS with NMC reductions perfectly overlapped (isolated times), then AG",
+    requires=t3_requires("ideal-rs-nmc"),
+)
 def run_ideal_rs_nmc(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
     eng_opts = replace(opts, functional=False)
     parts = {

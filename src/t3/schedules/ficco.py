@@ -310,6 +310,15 @@ class _Gen:
               deps=deps, traffic={f"{cat}_read": nbytes, f"{cat}_write": nbytes})  # fmt: skip
         b.side = "gemm"
 
+    def marker(self, g: int, key: str, deps: list[Ref]) -> None:
+        """An op without work that ends when ``deps`` do (a piece's end): every one a copy of the first."""
+        b = self.b
+        like = b.templates.get(("marker", g))
+        if like is not None:
+            b.add_like(like, g, key, deps)
+        else:
+            b.templates["marker", g] = b.add(g, key, kind="piece", cat="gemm", deps=deps)
+
     def pieces_with(self, g: int, o: int, jj) -> list[Ref]:
         idx = self._with.get((o, jj))
         if idx is None:
@@ -324,11 +333,15 @@ class _Gen:
             nb = self._jb[gpu, jj, phase] = sum(_unit_bytes(self.fop, gpu, j, phase) for j in js)
         return nb
 
-    def send(self, g: int, dst: int, key: str, nbytes: float, deps: list[Ref], cat: str, extra=()):
+    def send(
+        self, g: int, dst: int, key: str, nbytes: float, deps: list[Ref], cat: str, extra=(), extra_key=None
+    ):  # fmt: skip
+        """A transfer of ``nbytes`` from g to dst; ``extra``: more work of the same op, which ``extra_key``
+        names (the same key, the same work) so that a repeat is a copy (without one, never copied)."""
         b, hw, ex = self.b, self.hw, self.ex
-        tkey = ("send", g, dst, nbytes, cat)
-        if not extra and tkey in b.templates:  # the same transfer again: only key and deps change
-            b.add_like(b.templates[tkey], g, key, deps)
+        tkey = ("send", g, dst, nbytes, cat, extra_key)
+        if (not extra or extra_key is not None) and tkey in b.templates:
+            b.add_like(b.templates[tkey], g, key, deps)  # the same transfer again: only key and deps change
             return
         b.side = "comm"
         work = transfer_work(b, g, dst, nbytes, ex) + list(extra)
@@ -339,7 +352,7 @@ class _Gen:
             traffic={f"{cat}_read": nbytes, f"{cat}_write": nbytes, "link": nbytes},
         )  # fmt: skip
         b.side = "gemm"
-        if not extra:
+        if not extra or extra_key is not None:
             b.templates[tkey] = op
 
     def step_gate(self, g: int, t: int | None) -> list[Ref]:
@@ -437,14 +450,20 @@ class _Gen:
                 if p.index >= ax.streams:
                     deps.append(self.stream_prev(g, p.index))
                 if self.mode == "comm":
-                    b.add(g, f"p{p.index}.end", kind="piece", cat="gemm", deps=deps)
+                    self.marker(g, f"p{p.index}.end", deps)
                     continue
                 for t, (shape, acc) in enumerate(shape_of(self.fop, ax, p, g)):
                     pre = f"p{p.index}.{t}"
                     if acc:
                         ob = shape.out_bytes
-                        b.add(g, f"{pre}.acc", kind="gemm-load", cat="gemm", work=[(b.hbm(g), ob)],
-                              deps=deps, traffic={"gemm_read": ob})  # fmt: skip
+                        like = b.templates.get(("acc", g, ob))
+                        if like is not None:
+                            b.add_like(like, g, f"{pre}.acc", deps)
+                        else:
+                            b.templates["acc", g, ob] = b.add(
+                                g, f"{pre}.acc", kind="gemm-load", cat="gemm", work=[(b.hbm(g), ob)], deps=deps,
+                                traffic={"gemm_read": ob},
+                            )  # fmt: skip
                         deps = [(g, f"{pre}.acc")]
                     key = (shape, self.gemm_cus)
                     plan = self.plans.get(key)
@@ -452,7 +471,7 @@ class _Gen:
                         plan = self.plans[key] = gemm_plan(shape, self.hw, cus=self.gemm_cus)
                     deps = add_gemm(b, g, plan, prefix=pre, deps=deps)[-1:]
                     declare_kernel(b, g, plan, pre)  # the pieces' GEMMs on two streams take turns
-                b.add(g, f"p{p.index}.end", kind="piece", cat="gemm", deps=deps)
+                self.marker(g, f"p{p.index}.end", deps)
 
     def fused_compute(self, arr: dict[tuple[int, Unit], list[Ref]]) -> None:
         """One GEMM kernel over the pieces' row chunks (``-fk`` / ``ep``): per wave a prologue and a body
@@ -480,7 +499,7 @@ class _Gen:
                         if o:
                             remote[o] = remote.get(o, 0.0) + v
                 if self.mode == "comm":
-                    b.add(g, body[1], kind="piece", cat="gemm", deps=deps)
+                    self.marker(g, body[1], deps)
                 else:
                     b.add(
                         g, f"f.L{w.index}", kind="gemm-load", cat="gemm", work=[(hbm, w.prologue_bytes)],
@@ -507,7 +526,7 @@ class _Gen:
                 for ch in chunks:
                     last_of[ch] = retire
             for p in self.pieces:
-                b.add(g, f"p{p.index}.end", kind="piece", cat="gemm", deps=[last_of[p.index]])
+                self.marker(g, f"p{p.index}.end", [last_of[p.index]])
 
     def _epilogue_stores(self, g: int, wave: int, cus_used: int, remote: dict[int, float], body: Ref) -> Ref:
         """The drain of one wave's remote tiles (``remote``: bytes by owner offset): link bytes to each
@@ -566,7 +585,7 @@ class _Gen:
                             b, g - 1, 3 * c
                         )
                         b.side = "gemm"
-                        self.send(g, g - 1, f"c.r{jj}.{o}", c, deps, cat, extra=red)
+                        self.send(g, g - 1, f"c.r{jj}.{o}", c, deps, cat, extra=red, extra_key=("reduce", c))
                         continue
                     key = f"c.f{jj}.{o}" if ax.comm == "ficco" else f"c.s{o}"
                     deps = self.pieces_with(g, o, jj)
@@ -588,8 +607,12 @@ class _Gen:
                     c = self.jbytes(g, jj, "out")
                     rdeps = [(g - o, key)]
                     rdeps += [(g, f"r{jj}.{o - 1}")] if o > 1 else self.pieces_with(g, 0, jj)
+                    like = b.templates.get(("inc-reduce", g, c, cat))
+                    if like is not None:
+                        b.add_like(like, g, f"r{jj}.{o}", rdeps)
+                        continue
                     b.side = "comm"
-                    b.add(
+                    b.templates["inc-reduce", g, c, cat] = b.add(
                         g, f"r{jj}.{o}", kind="reduce", cat=cat,
                         work=[(b.hbm(g), 2 * c), (b.hbm_w(g), c)] + self.ex.reduce_work(b, g, 3 * c), deps=rdeps,
                         traffic={f"{cat}_read": 2 * c, f"{cat}_write": c},

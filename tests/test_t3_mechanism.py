@@ -290,3 +290,24 @@ def test_every_zoo_model_runs(tp):
             assert out.time_s > out.breakdown_s["all_gather"] > 0
             assert out.link_bytes == pytest.approx(2 * op.comm_bytes * (tp - 1) / tp)
             assert out.extra["tracker"]["peak_occupancy"] <= hw.tracker.entries
+
+
+def test_mca_admits_everything_beside_a_gemm_flow_whose_occupancy_underflows():
+    """McaPolicy: the gate admits communication up to the flow at which the GEMM's queue occupancy
+    reaches theta, which grows without bound as the GEMM's flow goes to 0; a flow so small that
+    flow x service time underflows to 0 admits everything (no ZeroDivisionError), and a small but
+    representable flow still gives the closed form."""
+    import math
+
+    from t3.hardware.mca import McaPolicy
+    from t3.sim.memory import HbmTiming
+
+    t = HbmTiming(0.0, 400e-9, 250e-9, 64, 80, 64)
+    pol = McaPolicy(0.3, 0.1, t)
+    cap = 3e12
+    assert pol.admitted(cap, 5e-324) == math.inf
+    # the remaining capacity is what communication gets then (available's min with remaining)
+    assert pol.available(cap, cap - 5e-324, 1, 0.0) == cap - 5e-324
+    x = 1e3
+    want = 2.0 * 0.3 * (1.0 - x / cap) * (64 * 80 * 64) / (x * 250e-9) * cap
+    assert pol.admitted(cap, x) == want

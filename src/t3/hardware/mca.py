@@ -58,7 +58,10 @@ class McaPolicy(Policy):
         if t.service_s <= 0:
             return math.inf
         qbytes = t.queue_entries * t.channels * t.entry_bytes
-        rho_star = 2.0 * self.threshold * (1.0 - rho_g) * qbytes / (gemm_Bps * t.service_s)
+        occ = gemm_Bps * t.service_s
+        if occ == 0.0:  # a GEMM flow so small that its occupancy underflows: nothing is held back
+            return math.inf
+        rho_star = 2.0 * self.threshold * (1.0 - rho_g) * qbytes / occ
         return rho_star * capacity
 
     def compiled(self) -> tuple | None:

@@ -438,7 +438,7 @@ cdef double _available(Static st, int r, double capacity, double remaining, int 
     rho_g = x_g / capacity  # McaPolicy.admitted(capacity, x_g)
     if rho_g >= 1:
         adm = x_g
-    elif st.pol_serv[r] <= 0:
+    elif st.pol_serv[r] <= 0 or x_g * st.pol_serv[r] == 0.0:  # (an occupancy that underflows: inf)
         adm = INF
     else:
         adm = 2.0 * st.pol_thr[r] * (1.0 - rho_g) * st.pol_qb[r] / (x_g * st.pol_serv[r]) * capacity

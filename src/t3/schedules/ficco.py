@@ -312,12 +312,9 @@ class _Gen:
 
     def marker(self, g: int, key: str, deps: list[Ref]) -> None:
         """An op without work that ends when ``deps`` do (a piece's end): every one a copy of the first."""
-        b = self.b
-        like = b.templates.get(("marker", g))
-        if like is not None:
-            b.add_like(like, g, key, deps)
-        else:
-            b.templates["marker", g] = b.add(g, key, kind="piece", cat="gemm", deps=deps)
+        b, tkey = self.b, ("marker", g)
+        if b.add_copy(tkey, g, key, deps) is None:
+            b.templates[tkey] = b.add(g, key, kind="piece", cat="gemm", deps=deps)
 
     def pieces_with(self, g: int, o: int, jj) -> list[Ref]:
         idx = self._with.get((o, jj))
@@ -339,10 +336,9 @@ class _Gen:
         """A transfer of ``nbytes`` from g to dst; ``extra``: more work of the same op, which ``extra_key``
         names (the same key, the same work) so that a repeat is a copy (without one, never copied)."""
         b, hw, ex = self.b, self.hw, self.ex
-        tkey = ("send", g, dst, nbytes, cat, extra_key)
-        if (not extra or extra_key is not None) and tkey in b.templates:
-            b.add_like(b.templates[tkey], g, key, deps)  # the same transfer again: only key and deps change
-            return
+        tkey = ("send", g, dst, nbytes, cat, extra_key) if not extra or extra_key is not None else None
+        if tkey is not None and b.add_copy(tkey, g, key, deps) is not None:
+            return  # the same transfer again: only key and deps change
         b.side = "comm"
         work = transfer_work(b, g, dst, nbytes, ex) + list(extra)
         caps = [(b.dma(g), hw.dma.bandwidth_Bps)] if ex.kind == "dma" else []
@@ -352,7 +348,7 @@ class _Gen:
             traffic={f"{cat}_read": nbytes, f"{cat}_write": nbytes, "link": nbytes},
         )  # fmt: skip
         b.side = "gemm"
-        if not extra or extra_key is not None:
+        if tkey is not None:
             b.templates[tkey] = op
 
     def step_gate(self, g: int, t: int | None) -> list[Ref]:
@@ -456,10 +452,7 @@ class _Gen:
                     pre = f"p{p.index}.{t}"
                     if acc:
                         ob = shape.out_bytes
-                        like = b.templates.get(("acc", g, ob))
-                        if like is not None:
-                            b.add_like(like, g, f"{pre}.acc", deps)
-                        else:
+                        if b.add_copy(("acc", g, ob), g, f"{pre}.acc", deps) is None:
                             b.templates["acc", g, ob] = b.add(
                                 g, f"{pre}.acc", kind="gemm-load", cat="gemm", work=[(b.hbm(g), ob)], deps=deps,
                                 traffic={"gemm_read": ob},
@@ -607,9 +600,7 @@ class _Gen:
                     c = self.jbytes(g, jj, "out")
                     rdeps = [(g - o, key)]
                     rdeps += [(g, f"r{jj}.{o - 1}")] if o > 1 else self.pieces_with(g, 0, jj)
-                    like = b.templates.get(("inc-reduce", g, c, cat))
-                    if like is not None:
-                        b.add_like(like, g, f"r{jj}.{o}", rdeps)
+                    if b.add_copy(("inc-reduce", g, c, cat), g, f"r{jj}.{o}", rdeps) is not None:
                         continue
                     b.side = "comm"
                     b.templates["inc-reduce", g, c, cat] = b.add(

@@ -467,6 +467,13 @@ class ScheduleBuilder:
         self._append(ref, new, deps)
         return new
 
+    def add_copy(self, tkey: Hashable, gpu: int, key: Hashable, deps: Iterable[Ref] = ()) -> Op | None:
+        """A copy (:meth:`add_like`) of the op kept in :attr:`templates` under ``tkey``, as ``(gpu, key)``
+        after ``deps``; None where none is kept (the caller adds the op and keeps it under ``tkey``, a key
+        that names everything its fields depend on but its key and dependencies)."""
+        like = self.templates.get(tkey)
+        return None if like is None else self.add_like(like, gpu, key, deps)
+
     def kernel(self, gpu: int, first: Hashable, fills: Iterable[Hashable] = ()) -> None:
         """Declare how a kernel's thread blocks reach the CUs of ``gpu`` (NVIDIA's dispatch: a kernel's
         blocks go to CUs with room for them, and a kernel launched later gets only what the earlier

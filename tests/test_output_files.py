@@ -153,7 +153,7 @@ def test_the_folders_file_lists_are_the_files_the_commands_write():
     from t3.experiments import reproduce_ficco, reproduce_t3
 
     written = {
-        "reproduce-t3": (SRC / "experiments" / "figures.py", r'out / "([\w.]+)"', r'out / FIGURES\["(\w+)"\]',
+        "reproduce-t3": (SRC / "experiments" / "reproduce_t3.py", r'out / "([\w.]+)"', r'out / FIGURES\["(\w+)"\]',
                          lambda k: reproduce_t3.FIGURES[k]),
         "reproduce-ficco": (SRC / "experiments" / "reproduce_ficco.py", r'save\(\w+(?:\(.*\))?, "([\w.]+)"\)',
                             r"save\(.*, FIGURES\[(\d+)\]\)", lambda i: reproduce_ficco.FIGURES[int(i)]),
@@ -167,7 +167,10 @@ def test_the_folders_file_lists_are_the_files_the_commands_write():
             assert len(keys) == len(set(keys)) and keys, (kind, keys)
             found |= {name(k) for k in keys}
         assert found and found <= set(_names(kind)), (kind, found - set(_names(kind)))
-    assert len(re.findall(r"out / FIGURES", (SRC / "experiments" / "figures.py").read_text())) == 6
+    assert len(re.findall(r"out / FIGURES", (SRC / "experiments" / "reproduce_t3.py").read_text())) == 6
+    assert not re.findall(
+        r"out /", (SRC / "experiments" / "figures.py").read_text()
+    )  # its paths come in jobs
     assert (
         len(re.findall(r"save\(", (SRC / "experiments" / "reproduce_ficco.py").read_text())) == 5
     )  # def + 4

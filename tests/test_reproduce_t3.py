@@ -191,6 +191,17 @@ def test_deterministic_json_and_figures(doc, tmp_path):
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
 
 
+def test_figures_from_processes_warmed_ahead_are_the_same_bytes(doc, tmp_path):
+    from t3.experiments.parallel import WarmPool
+
+    want = figures.make_all(doc, tmp_path / "a", workers=1)
+    with WarmPool("t3.experiments.figures", 2) as pool:
+        got = sorted(pool.map("_render", [(j,) for j in r.figure_jobs(doc, tmp_path / "b")]))
+    assert got == want and len(want) >= 4
+    for f in want:
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+
+
 def test_bad_plan_fails_before_work():
     with pytest.raises(Exception, match="tokens"):
         r.reproduce(r.Plan(tokens=1001, sweeps=()), workers=1, progress=False)

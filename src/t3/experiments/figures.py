@@ -9,8 +9,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
-from t3.experiments.reproduce_t3 import COMPARED, DRAM_CATS, FIGURES, key  # noqa: E402
+from t3.experiments.reproduce_t3 import COMPARED, DRAM_CATS, figure_jobs, key  # noqa: E402
 
 COLORS = {
     "ideal-gemm-rs-overlap": "#9e9e9e",
@@ -63,6 +64,9 @@ def dram_stacked(points: list[dict], path: Path, missing: list[str]) -> str:
     seq = [p for p in points if p["config"] == "sequential"]
     mca = {(p["model"], p["tp"], p["sublayer"]): p for p in points if p["config"] == "t3-mca"}
     fig, ax = plt.subplots(figsize=(max(8, 0.75 * len(seq) + 2), 4))
+    xs: list[float] = []
+    heights: dict[str, list[float]] = {c: [] for c in DRAM_CATS}
+    bottoms: dict[str, list[float]] = {c: [] for c in DRAM_CATS}
     for i, s in enumerate(seq):
         pair = [("S", s, i - 0.2)]
         k = (s["model"], s["tp"], s["sublayer"])
@@ -70,19 +74,16 @@ def dram_stacked(points: list[dict], path: Path, missing: list[str]) -> str:
             pair.append(("T", mca[k], i + 0.2))
         tot0 = sum(s["dram_bytes"].values())
         for tag, p, x in pair:
+            xs.append(x)
             bottom = 0.0
             for c in DRAM_CATS:
                 v = p["dram_bytes"].get(c, 0.0) / tot0
-                ax.bar(
-                    x,
-                    v,
-                    0.38,
-                    bottom=bottom,
-                    color=CAT_COLORS[c],
-                    label=c if (i == 0 and tag == "S") else None,
-                )
+                heights[c].append(v)
+                bottoms[c].append(bottom)
                 bottom += v
             ax.text(x, bottom + 0.01, tag, ha="center", fontsize=6)
+    for c in DRAM_CATS if xs else ():  # one bar call per category: that segment of every stack at once
+        ax.bar(xs, heights[c], 0.38, bottom=bottoms[c], color=CAT_COLORS[c], label=c)
     ax.set_xticks(range(len(seq)), [_label(p) for p in seq], fontsize=7)
     ax.set_ylabel("DRAM bytes / Sequential's total")
     t = "DRAM traffic per GPU: S = Sequential, T = T3-MCA"
@@ -158,6 +159,9 @@ def sensitivity(sweeps: list[dict], path: Path) -> str:
                 ax.axvline(x, color=COLORS.get(c), ls=":", lw=0.8)
         if sw["field"] in ("tracker.entries", "tokens"):
             ax.set_xscale("log", base=2)
+            # the values themselves (32, 64, ...) as tick labels: plain text, no mathtext powers
+            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
         ax.set_xlabel(sw["label"], fontsize=8)
         ax.set_ylabel("geomean speedup (%)", fontsize=8)
         miss = f"\nnot registered: {', '.join(sw['missing'])}" if sw["missing"] else ""
@@ -180,29 +184,5 @@ def make_all(doc: dict[str, Any], out: Path, workers: int | None = 1) -> list[st
     """Every figure of the reproduction into ``out``; rendered on ``workers`` processes (same bytes)."""
     from t3.experiments.parallel import pmap
 
-    out.mkdir(parents=True, exist_ok=True)
-    missing = doc["configs"]["missing"]
-    jobs: list[tuple[str, tuple]] = [
-        ("speedup_bars", (doc["points"], out / FIGURES["main"],
-                          "Sublayer speedup over Sequential: Mega-GPT-2 (MG2), T-NLG (TNLG)", missing)),
-        ("dram_stacked", (doc["points"], out / FIGURES["dram"], missing)),
-    ]  # fmt: skip
-    if doc["large_points"]:
-        jobs.append(
-            (
-                "speedup_bars",
-                (doc["large_points"], out / FIGURES["large"], "Sublayer speedup, TP 32 models", missing),
-            )
-        )
-    if doc["timeline"]:
-        jobs.append(
-            ("hbm_timeline", (doc["timeline"], out / FIGURES["timeline"], doc.get("timeline_label", "")))
-        )
-    if doc["end_to_end"]["per_model"]:
-        jobs.append(("end_to_end", (doc["end_to_end"], out / FIGURES["end_to_end"])))
-    if doc["sensitivity"]:
-        jobs.append(("sensitivity", (doc["sensitivity"], out / FIGURES["sensitivity"])))
-    # the slowest figure first keeps both workers busy
-    jobs.sort(key=lambda j: j[0] != "sensitivity")
-    names = pmap(_render, jobs, workers=workers, progress=False, chunksize=1)
+    names = pmap(_render, figure_jobs(doc, out), workers=workers, progress=False, chunksize=1)
     return sorted(names)

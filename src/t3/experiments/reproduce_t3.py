@@ -32,7 +32,7 @@ PAPER_CONFIGS = ("sequential", "t3", "t3-mca", "ideal-gemm-rs-overlap", "ideal-r
 COMPARED = ("ideal-gemm-rs-overlap", "ideal-rs-nmc", "t3", "t3-mca")
 SUBLAYERS = ("op", "fc2", "fc1-bwd", "ip-bwd")
 DRAM_CATS = tuple(c for c in DRAM_CATEGORIES if not c.startswith("a2a"))
-# the figures t3.experiments.figures.make_all writes (the CLI's output-folder rule replaces only these)
+# the figures t3.experiments.figures.make_all writes (figure_jobs) (the CLI's output-folder rule replaces only these)
 FIGURES = {
     "main": "speedup_main.png", "dram": "dram_traffic.png", "large": "speedup_large.png",
     "timeline": "hbm_timeline.png", "end_to_end": "end_to_end.png", "sensitivity": "sensitivity.png",
@@ -41,6 +41,36 @@ FIGURES = {
 
 def key(config: str) -> str:
     return config.replace("-", "_")
+
+
+def figure_jobs(doc: dict[str, Any], out: Path) -> list[tuple[str, tuple]]:
+    """The figures of a reproduction document as ``(t3.experiments.figures function, arguments)``
+    jobs, the slowest first (so that two processes stay busy); creates ``out``. Kept free of
+    matplotlib, so a caller can hand them to processes that imported it ahead of time."""
+    out.mkdir(parents=True, exist_ok=True)
+    missing = doc["configs"]["missing"]
+    jobs: list[tuple[str, tuple]] = [
+        ("speedup_bars", (doc["points"], out / FIGURES["main"],
+                          "Sublayer speedup over Sequential: Mega-GPT-2 (MG2), T-NLG (TNLG)", missing)),
+        ("dram_stacked", (doc["points"], out / FIGURES["dram"], missing)),
+    ]  # fmt: skip
+    if doc["large_points"]:
+        jobs.append(
+            (
+                "speedup_bars",
+                (doc["large_points"], out / FIGURES["large"], "Sublayer speedup, TP 32 models", missing),
+            )
+        )
+    if doc["timeline"]:
+        jobs.append(
+            ("hbm_timeline", (doc["timeline"], out / FIGURES["timeline"], doc.get("timeline_label", "")))
+        )
+    if doc["end_to_end"]["per_model"]:
+        jobs.append(("end_to_end", (doc["end_to_end"], out / FIGURES["end_to_end"])))
+    if doc["sensitivity"]:
+        jobs.append(("sensitivity", (doc["sensitivity"], out / FIGURES["sensitivity"])))
+    jobs.sort(key=lambda j: j[0] != "sensitivity")
+    return jobs
 
 
 @dataclass(frozen=True)

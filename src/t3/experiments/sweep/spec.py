@@ -336,6 +336,8 @@ class _Resolved:
     hw_dict: dict[str, Any]
     hw_columns: dict[str, Any]
     hw_sha256: str
+    op_json: str  # canonical_json(op_dict), computed once per operator (the content key's bulk)
+    hw_json: str  # canonical_json(hw_dict), computed once per hardware
 
 
 def _stamp(name: str) -> tuple[int, int] | None:
@@ -357,7 +359,7 @@ def _hardware_base(name: str, stamp: tuple[int, int] | None):
 @lru_cache(maxsize=4096)
 def _hardware(
     name: str, stamp: tuple[int, int] | None, overrides: str
-) -> tuple[Any, dict[str, Any], dict[str, Any], str]:
+) -> tuple[Any, dict[str, Any], dict[str, Any], str, str]:
     from t3.provenance import hardware_hash
 
     hw = _hardware_base(name, stamp)
@@ -366,20 +368,20 @@ def _hardware(
         hw = hw.with_overrides(ov)
     hwd = hw.model_dump(mode="json")
     cols = _flatten({k: v for k, v in hwd.items() if k != "description"})
-    return hw, hwd, {f"hardware.{k}": v for k, v in cols.items()}, hardware_hash(hw)
+    return hw, hwd, {f"hardware.{k}": v for k, v in cols.items()}, hardware_hash(hw), canonical_json(hwd)
 
 
 @lru_cache(maxsize=4096)
 def _operator(
     model: str, stamp: tuple[int, int] | None, sublayer: str, tp: int, tokens: int | None
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[Any, dict[str, Any], str]:
     from t3.workload import get_model, sublayer_operator
 
     op = sublayer_operator(get_model(model), sublayer, tp, tokens)
     d = dataclasses.asdict(op)
     if d["gemm"].get("out_dtype") is None:  # (the library's default output: keys as before the field)
         del d["gemm"]["out_dtype"]
-    return op, d
+    return op, d, canonical_json(d)
 
 
 def _resolve(point: dict[str, Any]) -> tuple[_Resolved, Any]:
@@ -391,15 +393,15 @@ def _resolve(point: dict[str, Any]) -> tuple[_Resolved, Any]:
     p = point
     spec = get_config(p["config"])
     name, model = p["hardware"], p["model"]
-    hw, hwd, cols, sha = _hardware(
+    hw, hwd, cols, sha, hwj = _hardware(
         name, _stamp(name), json.dumps(p.get("hw_overrides") or {}, sort_keys=True)
     )
-    op, opd = _operator(model, _stamp(model), p["sublayer"], p["tp"], p["tokens"])
+    op, opd, opj = _operator(model, _stamp(model), p["sublayer"], p["tp"], p["tokens"])
     if why := tp_refusal(hw, op.tp):
         raise ConfigError(why)
     opts = RunOptions(**(p.get("options") or {}))
     spec.check(opts)
-    return _Resolved(op, hw, opd, hwd, cols, sha), opts
+    return _Resolved(op, hw, opd, hwd, cols, sha, opj, hwj), opts
 
 
 def resolve_point(point: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -444,8 +446,18 @@ def resolved_config(point: dict[str, Any]) -> dict[str, Any]:
 
 
 def point_key(point: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of :func:`resolved_config` (the store's primary key)."""
-    return hashlib.sha256(canonical_json(resolved_config(point)).encode()).hexdigest()
+    """sha256 of the canonical JSON of :func:`resolved_config` (the store's primary key). The JSON is
+    assembled from the operator's and hardware's canonical JSON, each serialised once per process
+    (a sweep's points share a few of them): the same bytes as serialising the whole document, whose
+    keys sort as config, hardware, operator, options, t3_version."""
+    import t3
+
+    r, opts = _resolve(point)
+    doc = (
+        f'{{"config":{canonical_json(point["config"])},"hardware":{r.hw_json},"operator":{r.op_json},'
+        f'"options":{canonical_json(_options_dict(opts))},"t3_version":{canonical_json(t3.__version__)}}}'
+    )
+    return hashlib.sha256(doc.encode()).hexdigest()
 
 
 def resolved_inputs(point: dict[str, Any]) -> dict[str, Any]:
@@ -492,9 +504,10 @@ def validate_points(
             inputs.append(resolved_inputs(pt.point))
             if k not in seen:
                 seen.add(k)
-                w = point_work(pt.point)
-                size.check(w, force=force)
-                total += w  # simulated ops and planned waves both count (Work.cost)
+                if not force:  # the estimate is only the guard's: forced, nothing to estimate
+                    w = point_work(pt.point)
+                    size.check(w)
+                    total += w  # simulated ops and planned waves both count (Work.cost)
         except TooLargeError as err:
             raise TooLargeError(f"sweep '{origin}': point {pt.index} ({_varied(pt)}): {err}") from None
         except T3Error as err:

@@ -250,3 +250,42 @@ def test_a_column_typed_differently_in_two_parts_is_read_as_json_text(tmp_path):
     db.append([_row("a", "ok", 0, 1.5)])
     db.append([{**_row("b", "ok", 1), "v": "fast"}])
     assert db.table().column("v").to_pylist() == ["1.5", '"fast"']
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_records_are_the_dataframes_columns_with_and_without_a_store(tmp_path, stored):
+    from t3.experiments.sweep.run import RECORD_COLUMN, execute_records
+
+    # a point that fails (no record) beside ones that run
+    sw = spec_from_dict(
+        {"base": {**SMALL, "config": "concurrent"}, "grid": {"options.comm_cus": [8, 80, 16], "tp": [4, 8]}}
+    )
+    cols = ("key", "status", "error", RECORD_COLUMN, "no-such-column")
+    a = tmp_path / "a.parquet" if stored else None
+    b = tmp_path / "b.parquet" if stored else None
+    df, st = execute(sw, workers=1, store=a, progress=False)
+    recs, st2 = execute_records(sw, cols, workers=1, store=b, progress=False)
+    assert (st.total, st.errors, st.error_examples) == (st2.total, st2.errors, st2.error_examples) == (
+        st.total, 2, st.error_examples,
+    )  # fmt: skip
+    assert len(recs) == len(df) == 6
+    for r, (_, row) in zip(recs, df.iterrows(), strict=True):
+        assert (r["key"], r["status"]) == (row["key"], row["status"])
+        assert r["error"] == (None if pd.isna(row["error"]) else row["error"])
+        assert r[RECORD_COLUMN] == (None if pd.isna(row[RECORD_COLUMN]) else row[RECORD_COLUMN])
+        assert r["no-such-column"] is None
+    assert [r["status"] for r in recs].count("error") == 2
+
+
+def test_records_without_a_store_do_not_import_pandas():
+    code = (
+        "import sys; from t3.experiments.sweep import spec_from_dict; "
+        "from t3.experiments.sweep.run import execute_records; "
+        "sw = spec_from_dict({'base': {'model': 't-nlg', 'sublayer': 'op', 'tokens': 1024, "
+        "'config': 'sequential'}, 'grid': {'tp': [4, 8]}}); "
+        "r, st = execute_records(sw, ('key', 'status'), workers=1, progress=False); "
+        "assert [x['status'] for x in r] == ['ok', 'ok'], r; print('pandas' in sys.modules)"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "False"

@@ -385,8 +385,7 @@ def execute_all(
     if runner is not None:
         out = runner(execute, tasks, workers=workers, desc="t3 reproduce t3", progress=progress)
         return {task_id(t): r for t, r in zip(tasks, out, strict=True)}
-    from t3.experiments.sweep.run import RECORD_COLUMN, as_sweep
-    from t3.experiments.sweep.run import execute as run_sweep_points
+    from t3.experiments.sweep.run import RECORD_COLUMN, as_sweep, execute_records
 
     runs = [t for t in tasks if t["kind"] == "run"]
     rest = [t for t in tasks if t["kind"] != "run"]
@@ -394,13 +393,12 @@ def execute_all(
     if runs:
         # the size guard ran on every task already (check_size)
         sweep = as_sweep([t["point"] for t in runs], name="t3 reproduce t3", force=True)
-        df, _ = run_sweep_points(
-            sweep, executor=executor, workers=workers, scheduler=scheduler, store=store, progress=progress,
-            description="t3 reproduce t3: points",
+        rows, _ = execute_records(
+            sweep, ("key", "status", "error", RECORD_COLUMN), executor=executor, workers=workers,
+            scheduler=scheduler, store=store, progress=progress, description="t3 reproduce t3: points",
             classify=(lambda i, err: label(runs[i], err)) if label else None,
         )  # fmt: skip
-        recs = df[RECORD_COLUMN] if RECORD_COLUMN in df else [None] * len(df)
-        by_key = dict(zip(df["key"], zip(df["status"], df["error"], recs, strict=True), strict=True))
+        by_key = {r["key"]: (r["status"], r["error"], r[RECORD_COLUMN]) for r in rows}
         for t, k in zip(runs, sweep.keys, strict=True):
             status, error, rec = by_key[k]
             if status != "ok":

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+import pyarrow as pa
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -44,6 +44,9 @@ from t3.experiments.sweep.executors import (
 )
 from t3.experiments.sweep.spec import Sweep, build_point, check_values, validate_points
 from t3.experiments.sweep.store import RECORD_COLUMN, Store, dedupe, rows_to_table
+
+if TYPE_CHECKING:  # pandas (a third of a second to import) only where a DataFrame is made
+    import pandas as pd
 
 
 class SweepInterrupted(T3Error):
@@ -102,17 +105,39 @@ def _batch_size(n: int, workers: int) -> int:
     return max(1, min(32, math.ceil(n / (workers * 16))))
 
 
-def execute(
+def execute(sweep: Sweep, **kw: Any) -> tuple[pd.DataFrame, SweepStats]:
+    """Run the points of ``sweep`` not yet in ``store``; return (rows of the grid's distinct points in
+    grid order, statistics). Raises :class:`SweepInterrupted` on Ctrl-C after storing finished rows.
+    ``classify(point index, error)`` names a failed point's outcome on the progress bar (default
+    "failed"; a reproduction says "infeasible (expected)" for the points it expects to fail). The
+    keywords are :func:`_execute`'s."""
+    rows, table, st = _execute(sweep, **kw)
+    return (table if table is not None else dedupe(rows_to_table(rows))).to_pandas(), st
+
+
+def execute_records(
+    sweep: Sweep, columns: Sequence[str], **kw: Any
+) -> tuple[list[dict[str, Any]], SweepStats]:
+    """:func:`execute`'s rows as dicts of the text ``columns`` asked for (None where a row has none),
+    in the same order; for a caller that reads a few columns. Without a store no table is made (and
+    pandas, which Arrow imports to build one from Python lists, is not imported)."""
+    rows, table, st = _execute(sweep, **kw)
+    if table is None:
+        return [{c: r.get(c) for c in columns} for r in rows], st
+    have = [c for c in columns if c in table.column_names]
+    vals = {c: table.column(c).to_pylist() if c in have else [None] * table.num_rows for c in columns}
+    return [{c: vals[c][i] for c in columns} for i in range(table.num_rows)], st
+
+
+def _execute(
     sweep: Sweep, *, executor: str = "local", workers: int | None = None, scheduler: str | None = None,
     store: str | Path | None = None, progress: bool = True, retry_errors: bool = True,
     batch_size: int | None = None, flush_rows: int = 1000, flush_s: float = 1.0, compact_every: int = 512,
     dask_processes: bool = True, description: str | None = None,
     classify: Callable[[int, str], str] | None = None,
-) -> tuple[pd.DataFrame, SweepStats]:  # fmt: skip
-    """Run the points of ``sweep`` not yet in ``store``; return (rows of the grid's distinct points in
-    grid order, statistics). Raises :class:`SweepInterrupted` on Ctrl-C after storing finished rows.
-    ``classify(point index, error)`` names a failed point's outcome on the progress bar (default
-    "failed"; a reproduction says "infeasible (expected)" for the points it expects to fail)."""
+) -> tuple[list[dict[str, Any]], pa.Table | None, SweepStats]:  # fmt: skip
+    """Run the sweep; (rows in grid order, None, statistics) without a store, (None, the store's rows
+    of this grid, statistics) with one."""
     first: dict[str, int] = {}
     for pt, k in zip(sweep.points, sweep.keys, strict=True):
         first.setdefault(k, pt.index)
@@ -186,22 +211,28 @@ def execute(
             ) from None
         flush()
         st.wall_s = time.perf_counter() - t0
+        rows: list[dict[str, Any]] = []
+        table: pa.Table | None = None
         if db is not None:
             table = db.compact(reindex=first)
-            df = table.to_pandas()
-            df = df[df["key"].isin(first)].reset_index(drop=True)
-        else:
-            df = dedupe(rows_to_table(list(memory.values()))).to_pandas()
+            if table.num_rows:  # the rows of this grid's points (a store may hold other sweeps')
+                keep = [k in first for k in table.column("key").to_pylist()]
+                table = table.filter(pa.array(keep, pa.bool_()))
+        else:  # one row per key (each point ran once), in dedupe's order: by point, then key
+            rows = sorted(memory.values(), key=lambda r: (r["point"], r["key"]))
     finally:
         if db is not None:
             db.unlock()
-    bad = df[df["status"] != "ok"] if len(df) else df
+    if table is None:
+        bad = [(r["point"], r["error"]) for r in rows if r["status"] != "ok"]
+    elif table.num_rows:
+        cols = [table.column(c).to_pylist() for c in ("status", "point", "error")]
+        bad = [(p, e) for s, p, e in zip(*cols, strict=True) if s != "ok"]
+    else:
+        bad = []
     st.errors = len(bad)
-    st.error_examples = [
-        f"point {p} ({describe_point(sweep, int(p))}): {e}"
-        for p, e in zip(bad["point"][:5], bad["error"][:5], strict=True)
-    ]
-    return df, st
+    st.error_examples = [f"point {p} ({describe_point(sweep, int(p))}): {e}" for p, e in bad[:5]]
+    return rows, table, st
 
 
 def describe_point(sweep: Sweep, index: int) -> str:

@@ -233,3 +233,47 @@ def test_on_launch_order_presets_the_kernel_launched_second_waits_for_one_on_eve
     shared = api.interference(*shape, first="gemm", **{**kw, "hardware": load_hardware("h200-8").with_overrides(
         {"compute.dispatch": "shared"})})  # fmt: skip
     assert shared["comm_together_s"] < shared["gemm_alone_s"] + shared["comm_alone_s"]
+
+
+# hipBLASLt's macro-tiles on an MI300X for these shapes, as its TENSILE_DB output names them (ROCm/tritonBLAS
+# docs/overlap-analysis.md, 'Tensile (hipBLASLt) Macro-Tile Discovery'): an oracle the model never reads
+HIPBLASLT_TILES = {
+    (3584, 3584, 4096): (256, 176),
+    (3840, 3840, 4096): (256, 192),
+    (4096, 4096, 4096): (256, 224),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(HIPBLASLT_TILES))
+def test_the_library_tiles_let_the_choice_fill_the_cus_as_hipblaslt_does(shape):
+    mi = load_hardware("mi300x-8")
+    plan = plan_gemm(GemmShape(*shape, "bf16"), mi)
+    assert (plan.tile_m, plan.tile_n) == HIPBLASLT_TILES[shape]
+    assert len(plan.waves) == 1 and plan.tiles <= mi.compute.cus
+    # without the library's other tiles the choice is another one (the power-of-two menu cannot fill 304)
+    bare = plan_gemm(GemmShape(*shape, "bf16"), mi.with_overrides({"compute.tiles": []}))
+    assert (bare.tile_m, bare.tile_n) != HIPBLASLT_TILES[shape]
+
+
+@pytest.mark.parametrize("shape", sorted(HIPBLASLT_TILES))
+def test_a_one_wave_gemm_beside_a_collective_holding_cus_takes_two_rounds(shape):
+    """Closed form: a GEMM of one wave (at most one tile per CU) launched after a collective that holds
+    32 CUs for longer than the GEMM runs its tiles in ceil(tiles / free CUs) = 2 rounds of a tile's
+    time (a tile stays on its CU), where a fluid share of the CUs would give tiles / free < 1.2."""
+    mi = load_hardware("mi300x-8")
+    plan = plan_gemm(GemmShape(*shape, "bf16"), mi)
+    free = mi.compute.cus - 32
+    assert math.ceil(plan.tiles / free) == 2 and plan.tiles / free < 1.2
+    r = api.interference(
+        *shape, "all_reduce", 128 << 20, gpus=8, hardware=mi, channels=32, arrangement="held"
+    )
+    t_wave = plan.waves[0].compute_s
+    assert r["gemm_together_s"] - r["gemm_alone_s"] >= t_wave * (1 - 1e-6)  # a second round, at least
+    assert r["gemm_slowdown_pct"] >= 80.0
+
+
+def test_library_tiles_are_checked_naming_the_field():
+    mi = load_hardware("mi300x-8")
+    for bad, why in (("256by224", "not a macro-tile"), ("512x128", "larger than the preset's tile")):
+        with pytest.raises(T3Error, match=f"tiles.*{why}"):
+            mi.with_overrides({"compute.tiles": [bad]})

@@ -25,7 +25,8 @@ SUBSET_WORDS = {
     "fresh4": "fourth fresh blind set (blind for the selector's previous factors; looked at since)",
     "fresh5": "fifth fresh blind set (blind for the selector's previous factors; looked at since)",
     "fresh6": "sixth fresh blind set (blind for the selector's previous factors; looked at since)",
-    "fresh7": "seventh fresh blind set (never run before the shipped selector's factors were frozen)",
+    "fresh7": "seventh fresh blind set (blind for the selector's previous factors; looked at since)",
+    "fresh8": "eighth fresh blind set (never run before the shipped selector's factors were frozen)",
     "all": "all scenario cases",
 }
 

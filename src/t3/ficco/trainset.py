@@ -205,3 +205,16 @@ def _fresh7() -> tuple[FiccoOperator, ...]:
 
 
 FRESH7_OPERATORS: tuple[FiccoOperator, ...] = _fresh7()
+
+
+def _fresh8() -> tuple[FiccoOperator, ...]:
+    """Eighth fresh blind set (committed before any of its results existed, together with the pipeline
+    selector's contention factors refitted on the current engine, whose MI300X GEMMs now choose among
+    hipBLASLt's own macro-tiles, ``compute.tiles``): every (model, sublayer) pair of the eight zoo models
+    at **4864 tokens** (TP 8 + SP; a token count no other set uses, and not a multiple of 512 as every
+    training token count is), Mixtral-8x7B-style experts at 1664 tokens per GPU and DeepSeek-V3-style at
+    832 (uniform), minus any operator of the training set."""
+    return _zoo_set(4864, 1664, 832)
+
+
+FRESH8_OPERATORS: tuple[FiccoOperator, ...] = _fresh8()

@@ -345,7 +345,7 @@ def _fields(hw: Hardware) -> tuple:
     return (
         c.cus, c.clock_hz, tuple(sorted((c.gemm_clock_hz or {}).items())),
         tuple(sorted(c.matrix_flops_per_clk_per_cu.items())),
-        c.gemm_efficiency, c.wg_per_cu, c.tile_m, c.tile_n, c.l2_bytes, c.l2_usable_fraction, c.l2_ways,
+        c.gemm_efficiency, c.wg_per_cu, c.tile_m, c.tile_n, tuple(c.tiles), c.l2_bytes, c.l2_usable_fraction, c.l2_ways,
         c.l2_line_bytes, c.l2_Bps, c.k_step, c.k_stages, c.multicast, c.epilogue, c.stream_k, c.raster, c.kernel_launch_s, h.bandwidth_Bps,
         h.efficiency, h.turnaround, h.latency_s, h.service_s,
     )  # fmt: skip
@@ -353,11 +353,17 @@ def _fields(hw: Hardware) -> tuple:
 
 def tile_menu(hw: Hardware) -> list[tuple[int, int]]:
     """The macro-tiles the GPU's GEMM library offers: every tile of :data:`TILES` no larger (in either
-    dimension) than the preset's own, which is always offered."""
+    dimension) than the preset's own, which is always offered, then the library's other tiles
+    (``compute.tiles``, e.g. hipBLASLt's 256x224 on an MI300X: with them the wave-aware choice picks,
+    like the library, the tile that fills the CUs in whole waves)."""
     c = hw.compute
     menu = [(tm, tn) for tm, tn in TILES if tm <= c.tile_m and tn <= c.tile_n]
     if (c.tile_m, c.tile_n) not in menu:
         menu.insert(0, (c.tile_m, c.tile_n))
+    for t in c.tiles:
+        m, _, n = t.partition("x")
+        if (int(m), int(n)) not in menu:
+            menu.append((int(m), int(n)))
     return menu
 
 

@@ -272,8 +272,13 @@ def test_a_one_wave_gemm_beside_a_collective_holding_cus_takes_two_rounds(shape)
     assert r["gemm_slowdown_pct"] >= 80.0
 
 
-def test_library_tiles_are_checked_naming_the_field():
+def test_library_tiles_are_checked_naming_the_field_and_offered_within_the_presets_tile():
+    from t3.ops.gemm import tile_menu
+
     mi = load_hardware("mi300x-8")
-    for bad, why in (("256by224", "not a macro-tile"), ("512x128", "larger than the preset's tile")):
-        with pytest.raises(T3Error, match=f"tiles.*{why}"):
-            mi.with_overrides({"compute.tiles": [bad]})
+    with pytest.raises(T3Error, match="tiles.*'256by224' is not a macro-tile"):
+        mi.with_overrides({"compute.tiles": ["256by224"]})
+    menu = tile_menu(mi.with_overrides({"compute.tiles": ["512x128", "256x224"]}))
+    assert (256, 224) in menu and (512, 128) not in menu  # as TILES: none larger than tile_m x tile_n
+    small = tile_menu(mi.with_overrides({"compute.tile_m": 128, "compute.tile_n": 128}))
+    assert max(m for m, _ in small) <= 128 and max(n for _, n in small) <= 128

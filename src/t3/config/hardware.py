@@ -50,9 +50,9 @@ class Compute(_Strict):
     tile_n: int = Field(default=128, gt=0, description="GEMM output macro-tile columns")
     tiles: list[str] = Field(
         default_factory=list,
-        description="macro-tiles 'MxN' (each at most tile_m x tile_n) the GPU's GEMM library has besides"
-        " the power-of-two ones up to tile_m x tile_n (as its kernel names show, e.g. hipBLASLt's"
-        " MT256x224x64); offered to the tile choice too",
+        description="macro-tiles 'MxN' the GPU's GEMM library has besides the power-of-two ones (as its"
+        " kernel names show, e.g. hipBLASLt's MT256x224x64); offered to the tile choice too where no larger"
+        " than tile_m x tile_n, as the power-of-two ones are",
     )
     l2_bytes: int = Field(gt=0, description="last-level (L2) cache size")
     l2_usable_fraction: float = Field(
@@ -141,11 +141,6 @@ class Compute(_Strict):
             if not (sep and m.isdigit() and n.isdigit() and int(m) > 0 and int(n) > 0):
                 raise ValueError(
                     f"tiles: '{t}' is not a macro-tile 'MxN' of positive integers (e.g. '256x224')"
-                )
-            if int(m) > self.tile_m or int(n) > self.tile_n:
-                raise ValueError(
-                    f"tiles: '{t}' is larger than the preset's tile {self.tile_m}x{self.tile_n} (tile_m x tile_n:"
-                    " the largest the library uses, which the size guard's wave counts rely on)"
                 )
 
         for k, v in self.matrix_flops_per_clk_per_cu.items():

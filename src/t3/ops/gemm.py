@@ -355,15 +355,16 @@ def tile_menu(hw: Hardware) -> list[tuple[int, int]]:
     """The macro-tiles the GPU's GEMM library offers: every tile of :data:`TILES` no larger (in either
     dimension) than the preset's own, which is always offered, then the library's other tiles
     (``compute.tiles``, e.g. hipBLASLt's 256x224 on an MI300X: with them the wave-aware choice picks,
-    like the library, the tile that fills the CUs in whole waves)."""
+    like the library, the tile that fills the CUs in whole waves), no larger than it either."""
     c = hw.compute
     menu = [(tm, tn) for tm, tn in TILES if tm <= c.tile_m and tn <= c.tile_n]
     if (c.tile_m, c.tile_n) not in menu:
         menu.insert(0, (c.tile_m, c.tile_n))
     for t in c.tiles:
         m, _, n = t.partition("x")
-        if (int(m), int(n)) not in menu:
-            menu.append((int(m), int(n)))
+        tile = (int(m), int(n))
+        if tile[0] <= c.tile_m and tile[1] <= c.tile_n and tile not in menu:
+            menu.append(tile)
     return menu
 
 

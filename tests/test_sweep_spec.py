@@ -82,7 +82,7 @@ def test_default_tokens_and_explicit_default_have_the_same_key():
     assert sw.keys[0] == sw.keys[1]
 
 
-def test_key_is_sha256_of_canonical_resolved_config(monkeypatch):
+def test_key_is_sha256_of_the_canonical_resolved_configuration(monkeypatch):
     from t3.config.hardware import load_hardware
 
     p = spec_from_dict({"base": SMALL, "grid": {"hardware.link.latency_s": [2e-6]}}).points[0].point

@@ -62,7 +62,7 @@ def reproduce_t3(
     from t3.config.hardware import load_hardware
     from t3.experiments import report
     from t3.experiments.parallel import WarmPool, default_workers
-    from t3.experiments.reproduce_t3 import Plan, figure_jobs, reproduce
+    from t3.experiments.reproduce_t3 import FIGURES, Plan, figure_jobs, reproduce
     from t3.experiments.sweep.executors import check_executor
     from t3.provenance import provenance
 
@@ -78,7 +78,7 @@ def reproduce_t3(
     t0 = time.perf_counter()
     # the figure processes import matplotlib (~0.3 s) while the size guard and the validation run on
     # one core; they draw once the document is there (the same bytes as figures.make_all)
-    n_fig = 0 if no_figures else min(default_workers() if workers is None else workers, 6)
+    n_fig = 0 if no_figures else min(default_workers() if workers is None else workers, len(FIGURES))
     with WarmPool("t3.experiments.figures", n_fig) as figure_pool:
         doc = reproduce(
             plan, workers=workers, executor=executor, scheduler=scheduler, store=store, keep_going=keep_going,

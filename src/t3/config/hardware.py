@@ -132,16 +132,24 @@ class Compute(_Strict):
         description="bytes one CU of a copy/reduction kernel keeps in flight to memory (0 = no window limit)",
     )
 
-    @model_validator(mode="after")
-    def _dtypes(self) -> Compute:
-        from t3.workload.sublayers import DTYPE_BYTES
+    @property
+    def library_tiles(self) -> list[tuple[int, int]]:
+        """``tiles`` as (rows, columns) pairs (their form is checked when the preset is read)."""
+        return [(int(m), int(n)) for m, _, n in (t.partition("x") for t in self.tiles)]
 
+    @model_validator(mode="after")
+    def _tiles(self) -> Compute:
         for t in self.tiles:
             m, sep, n = t.partition("x")
             if not (sep and m.isdigit() and n.isdigit() and int(m) > 0 and int(n) > 0):
                 raise ValueError(
                     f"tiles: '{t}' is not a macro-tile 'MxN' of positive integers (e.g. '256x224')"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _dtypes(self) -> Compute:
+        from t3.workload.sublayers import DTYPE_BYTES
 
         for k, v in self.matrix_flops_per_clk_per_cu.items():
             if k not in DTYPE_BYTES:

@@ -360,11 +360,9 @@ def tile_menu(hw: Hardware) -> list[tuple[int, int]]:
     menu = [(tm, tn) for tm, tn in TILES if tm <= c.tile_m and tn <= c.tile_n]
     if (c.tile_m, c.tile_n) not in menu:
         menu.insert(0, (c.tile_m, c.tile_n))
-    for t in c.tiles:
-        m, _, n = t.partition("x")
-        tile = (int(m), int(n))
-        if tile[0] <= c.tile_m and tile[1] <= c.tile_n and tile not in menu:
-            menu.append(tile)
+    for tm, tn in c.library_tiles:
+        if tm <= c.tile_m and tn <= c.tile_n and (tm, tn) not in menu:
+            menu.append((tm, tn))
     return menu
 
 

@@ -124,9 +124,9 @@ def execute_records(
     rows, table, st = _execute(sweep, **kw)
     if table is None:
         return [{c: r.get(c) for c in columns} for r in rows], st
-    have = [c for c in columns if c in table.column_names]
-    vals = {c: table.column(c).to_pylist() if c in have else [None] * table.num_rows for c in columns}
-    return [{c: vals[c][i] for c in columns} for i in range(table.num_rows)], st
+    n = table.num_rows
+    vals = {c: table.column(c).to_pylist() if c in table.column_names else [None] * n for c in columns}
+    return [{c: vals[c][i] for c in columns} for i in range(n)], st
 
 
 def _execute(
@@ -136,7 +136,7 @@ def _execute(
     dask_processes: bool = True, description: str | None = None,
     classify: Callable[[int, str], str] | None = None,
 ) -> tuple[list[dict[str, Any]], pa.Table | None, SweepStats]:  # fmt: skip
-    """Run the sweep; (rows in grid order, None, statistics) without a store, (None, the store's rows
+    """Run the sweep; (rows in grid order, None, statistics) without a store, ([], the store's rows
     of this grid, statistics) with one."""
     first: dict[str, int] = {}
     for pt, k in zip(sweep.points, sweep.keys, strict=True):

@@ -431,32 +431,22 @@ def _options_dict(opts: Any) -> dict[str, Any]:
     return d
 
 
-def resolved_config(point: dict[str, Any]) -> dict[str, Any]:
-    """The full resolved configuration of a point: what the simulation depends on, and the version."""
-    import t3
-
-    r, opts = _resolve(point)
-    return {
-        "t3_version": t3.__version__,
-        "config": point["config"],
-        "operator": r.op_dict,
-        "hardware": r.hw_dict,
-        "options": _options_dict(opts),
-    }
-
-
 def point_key(point: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of :func:`resolved_config` (the store's primary key). The JSON is
-    assembled from the operator's and hardware's canonical JSON, each serialised once per process
-    (a sweep's points share a few of them): the same bytes as serialising the whole document, whose
-    keys sort as config, hardware, operator, options, t3_version."""
+    """sha256 of the canonical JSON of the point's resolved configuration, what the simulation depends
+    on and the version: ``{config, hardware, operator, options, t3_version}`` (the store's primary
+    key). The operator's and hardware's canonical JSON are serialised once per process (a sweep's points
+    share a few of them) and joined as :func:`canonical_json` would write the whole document."""
     import t3
 
     r, opts = _resolve(point)
-    doc = (
-        f'{{"config":{canonical_json(point["config"])},"hardware":{r.hw_json},"operator":{r.op_json},'
-        f'"options":{canonical_json(_options_dict(opts))},"t3_version":{canonical_json(t3.__version__)}}}'
-    )
+    parts = {
+        "t3_version": canonical_json(t3.__version__),
+        "config": canonical_json(point["config"]),
+        "operator": r.op_json,
+        "hardware": r.hw_json,
+        "options": canonical_json(_options_dict(opts)),
+    }
+    doc = "{" + ",".join(f"{canonical_json(k)}:{parts[k]}" for k in sorted(parts)) + "}"
     return hashlib.sha256(doc.encode()).hexdigest()
 
 

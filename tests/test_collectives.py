@@ -230,14 +230,19 @@ def test_engine_equals_closed_form_and_all_gpu_mode(hwn, op, n):
 # ---- the library's choice ------------------------------------------------------------------------------
 def _ring_ag_by_hand(hw, size, n, p):
     """NCCL's ring all-gather with protocol p, written out: launch + base + (N-1)(alpha + c/rate) + the
-    final recv copy (2c through the channels' CUs / HBM)."""
+    final recv copy (2c through the channels' CUs / HBM), on the channels NCCL runs a call of this size on
+    (src/enqueue.cc: one less while size < channels x threads x threshold, LL's threshold x the ranks),
+    each its share of the protocol's cap."""
     col, c = hw.collective, size / n
     pr = getattr(col, p)
+    ch = col.channels
+    while ch >= 2 and size < ch * pr.threads * pr.thread_threshold_bytes * (n if p == "ll" else 1):
+        ch -= 1
     rate = hw.link.bandwidth_Bps * col.link_efficiency * pr.bw_fraction
     if pr.max_busbw_Bps:
-        rate = min(rate, pr.max_busbw_Bps)
-    step = max(c / rate, 3 * c / hw.hbm.effective_Bps, 3 * c / (col.channels * hw.compute.cu_copy_Bps))
-    tail = max(2 * c / hw.hbm.effective_Bps, 2 * c / (col.channels * hw.compute.cu_copy_Bps))
+        rate = min(rate, pr.max_busbw_Bps * ch / col.channels)
+    step = max(c / rate, 3 * c / hw.hbm.effective_Bps, 3 * c / (ch * hw.compute.cu_copy_Bps))
+    tail = max(2 * c / hw.hbm.effective_Bps, 2 * c / (ch * hw.compute.cu_copy_Bps))
     return hw.compute.kernel_launch_s + pr.base_latency_s + (n - 1) * (pr.step_latency_s + step) + tail
 
 

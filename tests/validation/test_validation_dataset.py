@@ -39,6 +39,8 @@ EXPECTED_CALIBRATION = {
                         ("reduce_scatter", 1024, 20.5), ("all_to_all", 1024, 15.6))},
     *{("h200-8", "collective_busbw", ("all_reduce", b), us)
       for b, us in ((8, 36.6), (64, 38.0), (1024, 39.1), (32768, 41.7), (262144, 43.5), (1 << 20, 50.9))},
+    *{("gb200-nvl72", "collective_busbw", ("all_reduce", k * 1024), bw)
+      for k, bw in ((8, 0.76), (16, 1.46), (32, 2.88), (64, 5.71), (128, 11.29))},
     ("h100-8", "gemm_tflops", (6144, 6144, 6144, "bf16"), 741.1),
     ("h100-8", "gemm_tflops", (8192, 8192, 8192, "bf16"), 797.8),
     ("h100-8", "gemm_tflops", (12288, 12288, 12288, "bf16"), 822.8),
@@ -87,6 +89,7 @@ def test_calibration_sources_are_the_original_publications(rows):
         "https://rocm.blogs.amd.com/software-tools-optimization/measuring-max-achievable-flops-part2/README.html",
         "https://github.com/bytedance/flux/issues/90",
         "https://github.com/dudeperf3ct/dudeperf3ct.github.io",
+        "https://github.com/Azure/AI-benchmarking-guide",
         "https://github.com/xxrjun/nccl-tests-cluster",
         "https://github.com/stas00/ml-engineering",
     }

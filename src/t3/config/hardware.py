@@ -323,6 +323,19 @@ class Protocol(_Strict):
         ge=0,
         description="cap on the bus bandwidth across more than 2 nodes (NCCL's llMaxBws; 0 = max_busbw_Bps)",
     )
+    threads: int = Field(
+        default=512,
+        ge=1,
+        description="threads of one channel's block with this protocol (NCCL src/include/device.h"
+        " NCCL_SIMPLE_MAX_NTHREADS 512, NCCL_LL_MAX_NTHREADS 512, NCCL_LL128_MAX_NTHREADS 640)",
+    )
+    thread_threshold_bytes: int = Field(
+        default=64,
+        ge=1,
+        description="bytes per thread below which the library runs a call on fewer channels (NCCL"
+        " src/include/comm.h NCCL_SIMPLE_THREAD_THRESHOLD 64, NCCL_LL_THREAD_THRESHOLD 8 (x ranks on a ring:"
+        " src/graph/tuning.cc), NCCL_LL128_THREAD_THRESHOLD 8)",
+    )
 
 
 class Ll128(Protocol):
@@ -330,6 +343,14 @@ class Ll128(Protocol):
 
     enabled: bool = Field(default=False, description="the library may select this protocol")
     bw_fraction: float = Field(default=120.0 / 128.0, gt=0, le=1, description="payload share on the wire")
+    threads: int = Field(
+        default=640, ge=1, description="threads of a channel's block (NCCL_LL128_MAX_NTHREADS)"
+    )
+    thread_threshold_bytes: int = Field(
+        default=8,
+        ge=1,
+        description="bytes per thread below which fewer channels run (NCCL_LL128_THREAD_THRESHOLD)",
+    )
 
 
 class Ll(Protocol):
@@ -337,6 +358,12 @@ class Ll(Protocol):
 
     enabled: bool = Field(default=False, description="the library may select this protocol")
     bw_fraction: float = Field(default=0.5, gt=0, le=1, description="payload share on the wire")
+    thread_threshold_bytes: int = Field(
+        default=8,
+        ge=1,
+        description="bytes per thread (times the ranks, on a ring) below which fewer channels run"
+        " (NCCL_LL_THREAD_THRESHOLD)",
+    )
 
 
 class Collective(_Strict):
@@ -568,6 +595,14 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "collective.ll.base_latency_s": (0, 1, _S),
     "collective.ll.step_latency_s": (0, 1, _S),
     "collective.ll.max_busbw_Bps": (0, _FREE, _BPS),
+    **{
+        f"collective.{p}.threads": (32, 1024, "a thread block has at most 1024 threads")
+        for p in ("simple", "ll128", "ll")
+    },
+    **{
+        f"collective.{p}.thread_threshold_bytes": (1, 1 << 20, "the libraries use 8 to 512 bytes per thread")
+        for p in ("simple", "ll128", "ll")
+    },
     "fused.store_Bps_per_cu": (1e3, _FREE, _BPS),
     "power.limit_w": (1, 1e5, "GPU boards draw 75 W to a few kW"),
     "power.idle_w": (0, 1e4, "GPU boards idle at tens to a few hundred W"),

@@ -93,6 +93,34 @@ class Executor:
             raise ScheduleError(f"executor: unknown executor '{kind}' (cu, dma)")
         self.kind, self.cus, self.name = kind, cus, name
         self._exclusive = exclusive
+        self.share = 1.0  # of the library's channels this call runs on (:meth:`for_call`)
+
+    def for_call(self, hw: Hardware, algo: Algo, nbytes: float, n: int) -> Executor:
+        """The library's kernel for one ring call of ``nbytes`` (NCCL's nBytes: the all-reduce buffer, the
+        all-gather output, the reduce-scatter input) on ``n`` GPUs. NCCL runs a call on fewer channels
+        while ``nBytes < channels x threads x threshold`` (src/enqueue.cc topoGetAlgoInfo, its ring/tree
+        channel tuning: one channel less at a time, down to one), so that each thread of a block handles
+        at least ``collective.<proto>.thread_threshold_bytes`` (LL on a ring: times the ranks,
+        src/graph/tuning.cc): ``min(channels, max(1, floor(nBytes / (threads x threshold))))``. Such a call
+        runs on that many CUs and reaches their share of the protocol's bus bandwidth (NCCL's tuning model
+        gives it as channels x a per-channel rate: LL128's cap is channels x perChMaxRingLL128Bw; LL's cap,
+        llMaxBw, is taken as reached on all the preset's channels). Not modelled: the halving of a lone
+        channel's threads below one channel's worth (under ~1.5 us on 8 GPUs). Only the library's own
+        channel count (``cus`` unset) is reduced; an executor given its CUs keeps them. Within one node
+        only: across nodes NCCL runs calls of these sizes on its tree (an all-reduce) or NVLS-Tree, which
+        the model does not have; its ring stands in for them there, and the ring's rule (LL's threshold
+        times all the ranks) is not theirs."""
+        if self.kind != "cu" or self.cus is not None or algo.name != "ring" or spans_nodes(hw, n):
+            return self
+        c = self.channels(hw)
+        p = protocol(hw, algo.proto)
+        per = p.threads * p.thread_threshold_bytes * (n if algo.proto == "ll" else 1)
+        nc = min(c, max(1, int(nbytes // per)))
+        if nc >= c:
+            return self
+        ex = Executor("cu", nc, f"{self.name}.{nc}ch", self._exclusive)
+        ex.share = nc / c
+        return ex
 
     def channels(self, hw: Hardware) -> int:
         """CUs of the kernel: ``cus`` if given, else ``collective.channels`` (0: every CU)."""
@@ -188,7 +216,7 @@ def _wire(hw: Hardware, algo: Algo) -> float:
 def _busbw_cap(hw: Hardware, algo: Algo, ex: Executor) -> float:
     if ex.kind == "dma" or algo.name == "nvls":
         return 0.0
-    return protocol(hw, algo.proto).max_busbw_Bps
+    return protocol(hw, algo.proto).max_busbw_Bps * ex.share
 
 
 def ring_offsets(hw: Hardware, n: int) -> list[int]:
@@ -295,7 +323,8 @@ def _ring_busbw_cap(hw: Hardware, algo: Algo, ex: Executor, n: int) -> float:
     if not spans_nodes(hw, n):
         return cap
     proto = protocol(hw, algo.proto)
-    return (proto.net2_max_busbw_Bps if n // hw.topology.gpus <= 2 else proto.net_max_busbw_Bps) or cap
+    net = proto.net2_max_busbw_Bps if n // hw.topology.gpus <= 2 else proto.net_max_busbw_Bps
+    return net * ex.share or cap
 
 
 @dataclass(frozen=True)
@@ -626,8 +655,8 @@ def reduce_scatter(
     prefix: str = "rs", cat: str = "rs", prio: int = 0, launch: bool = True, algo: str | Algo = "auto",
 ) -> dict[int, list[Ref]]:  # fmt: skip
     """Reduce-scatter of an ``nbytes`` tensor per GPU (each GPU ends with its reduced 1/N block)."""
-    ex = ex or Executor()
-    a = _resolve("reduce_scatter", nbytes, b, ex, algo)
+    a = _resolve("reduce_scatter", nbytes, b, ex or Executor(), algo)
+    ex = (ex or Executor()).for_call(b.hw, a, nbytes, b.n)
     b.meta.setdefault("algos", {})[prefix] = str(a)
     c = nbytes / b.n
     kw = dict(start=start, prefix=prefix, prio=prio, launch=launch)
@@ -648,8 +677,8 @@ def all_gather(
     prefix: str = "ag", cat: str = "ag", prio: int = 0, launch: bool = True, algo: str | Algo = "auto",
 ) -> dict[int, list[Ref]]:  # fmt: skip
     """All-gather producing an ``nbytes`` tensor on every GPU from its 1/N block (out of place)."""
-    ex = ex or Executor()
-    a = _resolve("all_gather", nbytes, b, ex, algo)
+    a = _resolve("all_gather", nbytes, b, ex or Executor(), algo)
+    ex = (ex or Executor()).for_call(b.hw, a, nbytes, b.n)
     b.meta.setdefault("algos", {})[prefix] = str(a)
     c = nbytes / b.n
     kw = dict(start=start, prefix=prefix, prio=prio, launch=launch)
@@ -668,8 +697,8 @@ def all_reduce(
 ) -> dict[int, list[Ref]]:  # fmt: skip
     """All-reduce of an ``nbytes`` buffer; traffic of the reduction phase goes to ``cats[0]``, of the
     gather phase to ``cats[1]``."""
-    ex = ex or Executor()
-    a = _resolve("all_reduce", nbytes, b, ex, algo)
+    a = _resolve("all_reduce", nbytes, b, ex or Executor(), algo)
+    ex = (ex or Executor()).for_call(b.hw, a, nbytes, b.n)
     b.meta.setdefault("algos", {})[prefix] = str(a)
     n = b.n
     c = nbytes / n
@@ -961,7 +990,7 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
     0 or ``hbm.latency_s`` 0). ``nbytes`` as in :func:`simulate_collective` (all_to_all: the bytes one
     GPU sends to its N-1 peers). ``terms``, when given, receives the time's parts (launch, base latency, hops, transfer, and
     each resource's seconds; ``t3 validate --explain`` prints them)."""
-    ex = ex or Executor()
+    ex = (ex or Executor()).for_call(hw, algo, nbytes, n)
     launch_s = hw.compute.kernel_launch_s if launch else 0.0
     base = base_latency(hw, algo, ex)
     t0 = launch_s + base
@@ -1031,6 +1060,7 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
         terms.update(
             launch_s=launch_s, base_latency_s=base, hops=hops, hop_latency_s=hops * alpha,
             transfer_s=t - launch_s - base - hops * alpha, resources_s=res, total_s=t,
+            channels=ex.channels(hw) if ex.kind == "cu" else 0, channel_share=ex.share,
         )  # fmt: skip
     return t
 

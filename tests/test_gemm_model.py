@@ -10,6 +10,7 @@ import pytest
 
 from t3 import api
 from t3.config.hardware import load_hardware
+from t3.errors import ConfigError
 from t3.ops.gemm import (
     add_gemm,
     l2_hit,
@@ -248,3 +249,27 @@ def test_an_output_type_set_by_the_caller_is_what_each_tile_stores():
     assert r32["time_s"] > r16["time_s"]
     assert (r32["out_dtype"], r16["out_dtype"]) == ("fp32", "fp16")
     assert api.gemm(2048, 2048, 2048, dtype="fp8", hardware=hw)["out_dtype"] == "bf16"
+
+
+# ---- TF32: FP32 operands on the TF32 tensor-core path ------------------------------------------------------
+def test_tf32_runs_at_the_datasheet_rate_with_four_byte_operands():
+    """A tile's TF32 rate is the datasheet's TF32 peak per SM (half of BF16's on H100: 494.7 of 989.4 TFLOPS)
+    at the GEMM clock and efficiency, unless the L2 feeds it slower: with operands twice as wide its L2
+    intensity is half BF16's, so the bound is min(peak, L2 share x intensity) computed here by hand."""
+    from t3.ops.gemm import tile_flops_per_s, tile_l2_elems
+
+    hw = load_hardware("h100-8")
+    c = hw.compute
+    assert c.matrix_flops_per_clk_per_cu["tf32"] * c.cus * c.clock_hz == pytest.approx(494.7e12, rel=1e-3)
+    for tm, tn in ((256, 128), (128, 64), (64, 64)):
+        peak = c.matrix_flops_per_clk_per_cu["tf32"] * c.gemm_clock("tf32") * c.gemm_efficiency
+        fed = c.l2_Bps / c.cus * 2.0 * tm * tn / (tile_l2_elems(hw, tm, tn) * 4)
+        assert tile_flops_per_s(hw, tm, tn, "tf32") == pytest.approx(min(peak, fed), rel=1e-12)
+    big = api.gemm(8192, 8192, 8192, "tf32", hardware=hw)
+    assert big["tflops"] < 0.5 * c.matrix_flops_per_clk_per_cu["bf16"] * c.cus * c.clock_hz / 1e12
+    assert big["out_dtype"] == "tf32"  # (four-byte FP32 output, as cuBLAS's CUDA_R_32F C)
+
+
+def test_tf32_is_refused_where_the_gpu_has_no_tf32_rate():
+    with pytest.raises(ConfigError, match="mi355x-8' has no matrix rate for tf32"):
+        api.gemm(4096, 4096, 4096, "tf32", hardware="mi355x-8")

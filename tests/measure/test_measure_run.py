@@ -91,6 +91,18 @@ def test_every_suite_writes_rows_that_load(run):
     assert "TFLOPS" in out and "GB/s" in out and " us" in out and "wrote" in out
 
 
+def test_a_tf32_gemm_runs_fp32_operands_with_tf32_on_and_restores_the_switch(run):
+    import torch
+
+    _, _, rows, _ = run
+    tf32 = [r for r in rows if r.category == "gemm_tflops" and r.workload["dtype"] == "tf32"]
+    assert len(tf32) == 1 and "FP32 in and out on the TF32 tensor-core path" in tf32[0].conventions
+    assert "allow_tf32 = True" in tf32[0].conventions
+    others = [r for r in rows if r.category == "gemm_tflops" and r.workload["dtype"] == "bf16"]
+    assert others and all("allow_tf32 = False" in r.conventions for r in others)
+    assert torch.backends.cuda.matmul.allow_tf32 is False  # the kit left PyTorch's default as it was
+
+
 def test_rows_are_the_medians_of_the_raw_samples(run):
     _, _, rows, raw = run
     by_id = {m["id"]: m for m in raw["measurements"]}

@@ -33,7 +33,7 @@ _N = typer.Option(4096, "--n", help="GEMM N (columns; MoE: expert FFN width)")
 _K = typer.Option(1792, "--k", help="GEMM K (inner; MoE: hidden width)")
 _G = typer.Option(8, "--gpus", help="GPUs")
 _HW = typer.Option("mi300x-8", "--hw", help="hardware preset name or TOML file")
-_DT = typer.Option("bf16", "--dtype", help="fp16, bf16, fp8, fp32")
+_DT = typer.Option("bf16", "--dtype", help="fp16, bf16, fp8, tf32, fp32")
 _SK = typer.Option(0.0, "--skew", help="MoE routing skew in [0, 1)")
 _J = typer.Option(False, "--json", help="print one JSON object")
 

@@ -30,7 +30,7 @@ class Compute(_Strict):
     cus: int = Field(gt=0, description="compute units (CUs / SMs) per GPU")
     clock_hz: float = Field(gt=0, description="core clock")
     matrix_flops_per_clk_per_cu: dict[str, float] = Field(
-        description="dense matrix FLOP per clock per CU, by dtype (fp16, bf16, fp8, fp32)"
+        description="dense matrix FLOP per clock per CU, by dtype (fp16, bf16, fp8, tf32, fp32)"
     )
     gemm_clock_hz: dict[str, float] | None = Field(
         default=None,

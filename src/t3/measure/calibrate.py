@@ -39,7 +39,7 @@ LARGE_WAVES = 4.0  # a GEMM is "large" at this many waves of the preset's macro-
 LARGE_K = 1024
 SATURATION = 0.75  # a copy on k blocks is below saturation under this share of the fastest copy
 LATENCY_FIELDS = {"kernel_launch": "kernel_launch_s", "event_wait": "stream_wait_s", "flag": "flag_latency_s"}
-CLOCK_DTYPES = ("fp16", "fp8")
+CLOCK_DTYPES = ("fp16", "fp8", "tf32")
 
 
 @dataclass

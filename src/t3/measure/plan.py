@@ -74,9 +74,11 @@ _FP8 = [(4096, 4096, 4096, "fp8", "square"), (8192, 8192, 8192, "fp8", "square")
         (1024, 8192, 8192, "fp8", "M/8 piece of 8192x8192x8192"),
         (8192, 8192, 1024, "fp8", "K/8 piece of 8192x8192x8192")]  # fmt: skip
 
+_TF32 = [(4096, 4096, 4096, "tf32", "square"), (8192, 8192, 8192, "tf32", "square")]
+
 GPU = Plan(
     name="default",
-    gemms=tuple(_SQUARES + _FICCO + _SMALL_K + _FP16 + _FP8),
+    gemms=tuple(_SQUARES + _FICCO + _SMALL_K + _FP16 + _FP8 + _TF32),
     gemm_iters=30,
     gemm_warmup=5,
     rotate_l2_multiple=4.0,
@@ -151,6 +153,7 @@ CPU = Plan(
         (256, 32, 256, "bf16", "N/8 piece of 256x256x256"),
         (256, 256, 32, "bf16", "K/8 piece of 256x256x256"),
         (128, 128, 128, "fp16", "square"),
+        (128, 128, 128, "tf32", "square"),
         (128, 128, 128, "fp8", "square"),
     ),  # fmt: skip
     gemm_iters=5,

@@ -7,6 +7,7 @@ row per measurement through it. Interference (two kernels at once) is in
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,7 @@ from .plan import ALL, MiB
 from .rows import gemm_row, hbm_row, latency_row, size_label
 from .timing import batch, chain, gate_for, stats
 
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1}
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "tf32": 4}  # tf32: FP32 operands on the TF32 tensor-core path
 
 
 def _lib(bk: Any) -> str:
@@ -32,11 +33,11 @@ def gemm_operands(bk: Any, m: int, n: int, k: int, dtype: str, plan: Any, fp8: A
     """``op(i)``: one GEMM on buffer set ``i % sets`` (random normal operands, seed 0), and a phrase
     saying what it runs, on what layout and how the buffers rotate."""
     t = bk.torch
-    set_bytes = (m * k + n * k) * DTYPE_BYTES[dtype] + m * n * 2
+    set_bytes = (m * k + n * k) * DTYPE_BYTES[dtype] + m * n * (4 if dtype == "tf32" else 2)
     sets = rotating_sets(bk, plan, set_bytes)
     g = t.Generator(device=bk.device)
     g.manual_seed(0)
-    tdt = t.float16 if dtype == "fp16" else t.bfloat16
+    tdt = {"fp16": t.float16, "tf32": t.float32}.get(dtype, t.bfloat16)
     a = [t.randn(m, k, generator=g, device=bk.device, dtype=tdt) for _ in range(sets)]
     b = [t.randn(n, k, generator=g, device=bk.device, dtype=tdt) for _ in range(sets)]
     if dtype == "fp8":
@@ -55,7 +56,12 @@ def gemm_operands(bk: Any, m: int, n: int, k: int, dtype: str, plan: Any, fp8: A
             j = i % sets
             t.mm(a[j], b[j].t(), out=c[j])
 
-        what = f"torch.mm(A, B.t(), out=C), {dtype.upper()} in and out, FP32 accumulation"
+        what = (
+            "torch.mm(A, B.t(), out=C), FP32 in and out on the TF32 tensor-core path (allow_tf32 set for this"
+            " measurement), FP32 accumulation"
+            if dtype == "tf32"
+            else f"torch.mm(A, B.t(), out=C), {dtype.upper()} in and out, FP32 accumulation"
+        )
     rot = (
         f"operands rotating among {sets} buffer sets of {set_bytes / MiB:.1f} MiB ({sets * set_bytes / MiB:.0f} MiB"
         f" in all, > the {bk.l2_bytes / MiB:.0f} MiB L2)"
@@ -77,6 +83,18 @@ def _hygiene(bk: Any, warmup: int, iters: int) -> str:
 
 
 # ---- GEMM ----------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _tf32(bk: Any, on: bool):
+    """PyTorch's TF32 switch for FP32 matmuls, set for one measurement and restored after it."""
+    flags = bk.torch.backends.cuda.matmul
+    before = flags.allow_tf32
+    flags.allow_tf32 = on or before
+    try:
+        yield
+    finally:
+        flags.allow_tf32 = before
+
+
 def gemm(run: Any) -> None:
     bk, plan = run.bk, run.plan
     fp8, fp8_why = bk.fp8() if any(g[3] == "fp8" for g in plan.gemms) else (None, "")
@@ -88,7 +106,7 @@ def gemm(run: Any) -> None:
         if dtype == "fp8" and fp8 is None:
             run.skip("gemm", label, f"no FP8 GEMM here: {fp8_why}")
             continue
-        with run.measuring("gemm", label):
+        with run.measuring("gemm", label), _tf32(bk, dtype == "tf32"):
             op, what = gemm_operands(bk, m, n, k, dtype, plan, fp8)
             samples = batch(bk, op, plan.gemm_iters, plan.gemm_warmup)
             conv = f"{what}; in the grid as: {why}; {_hygiene(bk, plan.gemm_warmup, plan.gemm_iters)}; TFLOPS = 2 M N K / median time"

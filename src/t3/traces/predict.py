@@ -134,7 +134,7 @@ class Predictor:
         if gpus < 2:
             return self._all_na(f"group of {gpus} GPU: nothing to communicate")
         if dtype not in DTYPE_BYTES:
-            return self._all_na(f"precision '{dtype}' is not modelled (fp32, fp16, bf16, fp8)")
+            return self._all_na(f"precision '{dtype}' is not modelled ({', '.join(DTYPE_BYTES)})")
         if dtype not in self.hw.compute.matrix_flops_per_clk_per_cu:
             return self._all_na(f"hardware '{self.hw.name}' has no {dtype} matrix rate")
         rows, eb = m * batch, DTYPE_BYTES[dtype]

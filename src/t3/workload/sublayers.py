@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from t3.errors import WorkloadError
 from t3.workload.models import ModelSpec
 
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}  # tf32: FP32 operands in memory, read by
+# the tensor cores with a 10-bit mantissa (PyTorch's allow_tf32 / float32_matmul_precision "high")
 
 SUBLAYERS = {
     "op": ("forward", "attention output projection"),

@@ -1000,6 +1000,7 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
     c = nbytes / n
     res: dict[str, float] = {}  # each resource's seconds over the steps (the slowest one sets a step)
     hops = 1
+    kernel = ex  # the executor whose CUs run it (reported in ``terms``)
     if algo.name in ("ring", "ring-sf"):
         if algo.name == "ring-sf":
             steps, tail, rr = [SEND] * (n - 1), None, True
@@ -1018,7 +1019,7 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
             if terms is not None:
                 _add_parts(res, hbm=hb, cu=cu)
     elif algo.name == "direct":
-        dx = _direct_ex(hw, ex)
+        dx = kernel = _direct_ex(hw, ex)
         if op == "reduce_scatter":
             t = t0 + alpha + _direct_rs_s(hw, n, c, algo, dx)
         elif op == "all_gather":
@@ -1043,7 +1044,7 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
     elif algo.name == "nvls":
         S = nbytes
         col = hw.collective
-        nv = Executor("cu", ex.cus or col.nvls_channels or None)
+        nv = kernel = Executor("cu", ex.cus or col.nvls_channels or None)
         port = (S + c) * _wire(hw, algo) / hw.link.bandwidth_Bps
         sw = n * S / col.nvls_reduce_Bps
         hb, cu = _hbm_s(hw, S, S), _cu_s(hw, nv, 2 * c)
@@ -1060,7 +1061,7 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
         terms.update(
             launch_s=launch_s, base_latency_s=base, hops=hops, hop_latency_s=hops * alpha,
             transfer_s=t - launch_s - base - hops * alpha, resources_s=res, total_s=t,
-            channels=ex.channels(hw) if ex.kind == "cu" else 0, channel_share=ex.share,
+            channels=kernel.channels(hw) if kernel.kind == "cu" else 0, channel_share=ex.share,
         )  # fmt: skip
     return t
 

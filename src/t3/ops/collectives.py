@@ -323,8 +323,7 @@ def _ring_busbw_cap(hw: Hardware, algo: Algo, ex: Executor, n: int) -> float:
     if not spans_nodes(hw, n):
         return cap
     proto = protocol(hw, algo.proto)
-    net = proto.net2_max_busbw_Bps if n // hw.topology.gpus <= 2 else proto.net_max_busbw_Bps
-    return net * ex.share or cap
+    return (proto.net2_max_busbw_Bps if n // hw.topology.gpus <= 2 else proto.net_max_busbw_Bps) or cap
 
 
 @dataclass(frozen=True)
@@ -645,9 +644,14 @@ def parse_algo(op: str, algo: str | Algo, hw: Hardware, n: int) -> Algo | None:
 
 
 # ---- collectives ---------------------------------------------------------------------------------------
-def _resolve(op, nbytes, b, ex, algo) -> Algo:
+def _resolve(op, nbytes, b, ex, algo) -> tuple[Algo, Executor]:
+    """The algorithm of one call (``algo``, or the library's choice) and the kernel it runs on
+    (:meth:`Executor.for_call`: the channels the library gives a call of this size)."""
+    ex = ex or Executor()
     a = algo if isinstance(algo, Algo) else parse_algo(op, algo or "auto", b.hw, b.n)
-    return a if a is not None else choose(op, nbytes, b.hw, b.n, ex)
+    if a is None:
+        a = choose(op, nbytes, b.hw, b.n, ex)
+    return a, ex.for_call(b.hw, a, nbytes, b.n)
 
 
 def reduce_scatter(
@@ -655,8 +659,7 @@ def reduce_scatter(
     prefix: str = "rs", cat: str = "rs", prio: int = 0, launch: bool = True, algo: str | Algo = "auto",
 ) -> dict[int, list[Ref]]:  # fmt: skip
     """Reduce-scatter of an ``nbytes`` tensor per GPU (each GPU ends with its reduced 1/N block)."""
-    a = _resolve("reduce_scatter", nbytes, b, ex or Executor(), algo)
-    ex = (ex or Executor()).for_call(b.hw, a, nbytes, b.n)
+    a, ex = _resolve("reduce_scatter", nbytes, b, ex, algo)
     b.meta.setdefault("algos", {})[prefix] = str(a)
     c = nbytes / b.n
     kw = dict(start=start, prefix=prefix, prio=prio, launch=launch)
@@ -677,8 +680,7 @@ def all_gather(
     prefix: str = "ag", cat: str = "ag", prio: int = 0, launch: bool = True, algo: str | Algo = "auto",
 ) -> dict[int, list[Ref]]:  # fmt: skip
     """All-gather producing an ``nbytes`` tensor on every GPU from its 1/N block (out of place)."""
-    a = _resolve("all_gather", nbytes, b, ex or Executor(), algo)
-    ex = (ex or Executor()).for_call(b.hw, a, nbytes, b.n)
+    a, ex = _resolve("all_gather", nbytes, b, ex, algo)
     b.meta.setdefault("algos", {})[prefix] = str(a)
     c = nbytes / b.n
     kw = dict(start=start, prefix=prefix, prio=prio, launch=launch)
@@ -697,8 +699,7 @@ def all_reduce(
 ) -> dict[int, list[Ref]]:  # fmt: skip
     """All-reduce of an ``nbytes`` buffer; traffic of the reduction phase goes to ``cats[0]``, of the
     gather phase to ``cats[1]``."""
-    a = _resolve("all_reduce", nbytes, b, ex or Executor(), algo)
-    ex = (ex or Executor()).for_call(b.hw, a, nbytes, b.n)
+    a, ex = _resolve("all_reduce", nbytes, b, ex, algo)
     b.meta.setdefault("algos", {})[prefix] = str(a)
     n = b.n
     c = nbytes / n

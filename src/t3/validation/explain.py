@@ -63,17 +63,14 @@ def _collective(d: dict[str, Any], w: dict[str, Any]) -> list[tuple[str, str]]:
         "host": "call (host-timed row)",
         "call": "call timed alone after a barrier (call-timed row)",
     }[w["timing"]]
+    channels = str(t["channels"]) if t["channels"] else "none (copy engines)"
+    if t["channel_share"] < 1:
+        channels += (
+            f" ({t['channel_share']:.3g} of the library's: NCCL's fewer channels for a call of few bytes)"
+        )
     lines = [
         ("algorithm", d["algo"]),
-        (
-            "channels",
-            f"{t['channels']} ({t['channel_share']:.3g} of the library's: NCCL's fewer channels for a"
-            " call of few bytes)"
-            if t["channel_share"] < 1
-            else f"{t['channels']}"
-            if t["channels"]
-            else "none (copy engines)",
-        ),
+        ("channels", channels),
         ("compared time", f"{_us(d['time_s'])}: the {timed}"),
         ("simulated call", f"{_us(d['call_s'])} (kernel {_us(d['device_s'])})"),
         ("closed form", f"{_us(t['total_s'])} on an idle node = the terms below"),

@@ -25,9 +25,115 @@ def test_ring_across_nodes_closed_form_and_symmetry(hw_name, gpus, op, nbytes):
     hw = load_hardware(hw_name)
     fast = simulate_collective(op, nbytes, gpus, hw)
     full = simulate_collective(op, nbytes, gpus, hw, symmetric=False)
-    assert fast["algo"].startswith("ring/")
+    assert fast["algo"].startswith(("ring/", "tree/") if op == "all_reduce" else "ring/")
     assert fast["time_s"] == pytest.approx(fast["predicted_s"], rel=1e-9)
     assert full["time_s"] == pytest.approx(fast["time_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize("hw_name,gpus", [("h100-2x8", 16), ("h200-4x8", 32), ("h100-16x8", 48)])
+@pytest.mark.parametrize("proto", ["ll", "ll128", "simple"])
+@pytest.mark.parametrize("nbytes", [8192, 3 << 20, 1 << 30])
+def test_tree_closed_form_and_symmetry(hw_name, gpus, proto, nbytes):
+    """NCCL's tree all-reduce across nodes: the closed form is the engine's time, and every GPU simulated
+    gives the symmetric path's."""
+    hw = load_hardware(hw_name)
+    fast = simulate_collective("all_reduce", nbytes, gpus, hw, algo=f"tree/{proto}")
+    assert fast["algo"] == f"tree/{proto}"
+    assert fast["time_s"] == pytest.approx(fast["predicted_s"], rel=1e-9)
+    if gpus <= 32:
+        full = simulate_collective("all_reduce", nbytes, gpus, hw, algo=f"tree/{proto}", symmetric=False)
+        assert full["time_s"] == pytest.approx(fast["time_s"], rel=1e-12)
+
+
+@pytest.mark.parametrize("proto", ["simple", "ll128", "ll"])
+@pytest.mark.parametrize("gpus", [16, 32, 48, 128])
+def test_tree_latency_is_nccls_tuning_formula(proto, gpus):
+    """NCCL src/graph/tuning.cc: a tree all-reduce's latency is 2 x ((ranks per node - 1) x
+    hwLatencies[NVLINK][Tree] + log2i(nodes) x hwLatencies[NET][Tree]) (log2i rounds down: 6 nodes, 2)."""
+    hw = load_hardware("h100-16x8")
+    nvlink = {"ll": 0.6e-6, "ll128": 1.25e-6, "simple": 4.0e-6}[proto]  # NCCL's table, written out
+    net = {"ll": 5.0e-6, "ll128": 8.5e-6, "simple": 14.0e-6}[proto]
+    nodes = gpus // 8
+    log2i = {2: 1, 4: 2, 6: 2, 16: 4}[nodes]
+    terms: dict = {}
+    idle_time("all_reduce", Algo("tree", proto), 1 << 20, hw, gpus, terms=terms)
+    assert terms["hop_latency_s"] == pytest.approx(2 * (7 * nvlink + log2i * net), rel=1e-12)
+
+
+def _chain_pipeline(nchunks: int, depth: int, tau: float) -> float:
+    """Brute force: ``nchunks`` chunks cross ``depth`` hops in order, each hop moving one chunk at a time
+    in ``tau``; the time the last chunk leaves the last hop."""
+    free = [0.0] * depth
+    end = 0.0
+    for _ in range(nchunks):
+        t = 0.0
+        for h in range(depth):
+            t = max(t, free[h]) + tau
+            free[h] = t
+        end = t
+    return end
+
+
+@pytest.mark.parametrize("proto", ["simple", "ll"])
+@pytest.mark.parametrize("chunks", [1, 3, 16])
+def test_tree_pipeline_fill_is_a_chain_of_chunks(proto, chunks):
+    """Each direction of the tree moves the buffer in chunks through its hops: Simple's D (7 in the node,
+    log2i(nodes) between nodes) each hold a chunk until it has landed; LL's forward each line within the
+    node and hold chunks only at the log2i(nodes) network hops, after the first that paces the transfer.
+    Its time beyond the hop latencies is that of a chain of such hops in which each moves a chunk in the
+    direction's per-chunk time, as a brute-force walk of the chunks gives it."""
+    from t3.ops.collectives import step_time, tree_program
+
+    hw = load_hardware("h100-16x8")
+    gpus = 32
+    depth = 7 + 2 if proto == "simple" else 1 + 2
+    nc = hw.collective.channels
+    chunk = getattr(hw.collective, proto).chunk_bytes
+    nbytes = chunks * nc * chunk
+    a = Algo("tree", proto)
+    ex = Executor().for_call(hw, a, nbytes, gpus)
+    assert ex.channels(hw) == nc
+    terms: dict = {}
+    t = idle_time("all_reduce", a, nbytes, hw, gpus, terms=terms)
+    want = 0.0
+    for st in tree_program()[0]:
+        whole = step_time(hw, gpus, st, nbytes, a, ex)
+        want += _chain_pipeline(chunks, depth, whole / chunks)
+    got = t - terms["launch_s"] - terms["base_latency_s"] - terms["hop_latency_s"]
+    assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_ll128_tree_chunk_follows_nccls_loop():
+    """NCCL src/enqueue.cc: LL128's tree chunk halves while nBytes / (channels x chunk) is below
+    (1 + log2i(nodes) + 0.1 ppn) x 64 / ppn (down to 128 KiB), then x 16 / ppn (down to 32 KiB)."""
+    from t3.ops.collectives import tree_chunk_bytes
+
+    hw = load_hardware("h100-16x8")
+    for gpus in (16, 32, 128):
+        nodes = gpus // 8
+        nsteps = 1 + (nodes.bit_length() - 1) + 0.8
+        for nbytes in (1 << 16, 1 << 20, 1 << 24, 1 << 28, 1 << 32):
+            chunk = 614400 // 16 * 15  # NCCL's LL128 step of lines, payload words only
+            while nbytes // (20 * chunk) < nsteps * 8 and chunk > 131072:
+                chunk //= 2
+            while nbytes // (20 * chunk) < nsteps * 2 and chunk > 32768:
+                chunk //= 2
+            assert tree_chunk_bytes(hw, Algo("tree", "ll128"), nbytes, 20, gpus) == chunk
+
+
+def test_tree_for_small_calls_ring_for_large():
+    """Across nodes the library's choice takes the tree for a small all-reduce (its latency grows with
+    log2(nodes), the ring's with the ranks) and the ring for a large one (the tree moves every byte
+    through each GPU twice, the ring 2(n-1)/n times, and pays its pipeline's fill)."""
+    hw = load_hardware("h100-16x8")
+    for gpus in (16, 32, 128):
+        assert simulate_collective("all_reduce", 8192, gpus, hw)["algo"].startswith("tree/")
+        assert simulate_collective("all_reduce", 16 << 30, gpus, hw)["algo"].startswith("ring/")
+    # 4 -> 8 -> 16 nodes: the tree adds a level each time (the same time), the ring twice the ranks
+    t = [simulate_collective("all_reduce", 8192, g, hw, algo="tree/ll")["time_s"] for g in (32, 64, 128)]
+    r = [simulate_collective("all_reduce", 8192, g, hw, algo="ring/ll")["time_s"] for g in (32, 64, 128)]
+    assert t[2] - t[1] == pytest.approx(t[1] - t[0], rel=1e-9)
+    assert r[2] - r[1] == pytest.approx(2 * (r[1] - r[0]), rel=0.05)
 
 
 @pytest.mark.parametrize(

@@ -45,17 +45,21 @@ def test_nccl_constants_are_the_defaults():
     assert load_hardware("mi300x-8").collective.ll.threads == 256  # RCCL's device.h
 
 
-def test_only_the_librarys_own_ring_within_a_node_is_reduced():
+def test_only_the_librarys_own_ring_and_tree_are_reduced():
     hw = load_hardware("h100-8")
     small = 32768
     assert Executor("cu", 20).for_call(hw, Algo("ring", "ll"), small, 8).channels(hw) == 20  # CUs given: kept
     assert Executor("dma").for_call(hw, Algo("ring", "simple"), small, 8).kind == "dma"
     for a in (Algo("direct", "ll"), Algo("nvls")):
         assert Executor().for_call(hw, a, small, 8).share == 1.0
-    net = load_hardware("h100-2x8")
+    net = load_hardware("h100-2x8")  # across nodes the tree's loop (its LL threshold not x the ranks)
     assert (
         Executor().for_call(net, Algo("ring", "ll"), small, 16).share == 1.0
-    )  # across nodes: the tree's sizes
+    )  # the ring stands in for the tree
+    for a, thr in ((Algo("tree", "ll"), 8), (Algo("tree", "simple"), 64)):
+        want = nccl_channels(small, net.collective.channels, 512, thr)
+        assert Executor().for_call(net, a, small, 16).channels(net) == want
+    assert Executor().for_call(net, Algo("tree", "ll"), small, 16).channels(net) == 8  # 32 KiB / (512 x 8 B)
     big = Executor()
     assert big.for_call(hw, Algo("ring", "ll"), 64 << 20, 8) is big  # a large call: the same executor
 

@@ -313,6 +313,25 @@ class Protocol(_Strict):
         description="latency of a ring step that crosses the network between nodes (NCCL's hwLatencies[NET]"
         "[Ring]); needed with a [network]",
     )
+    tree_step_latency_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="latency of one hop of the library's tree inside a node (its chain of the node's GPUs;"
+        " NCCL's hwLatencies[NVLINK][Tree]); with tree_net_step_latency_s, the tree all-reduce across nodes"
+        " is modelled (unset: the ring only)",
+    )
+    tree_net_step_latency_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="latency of one level of the library's tree between nodes (NCCL's hwLatencies[NET]"
+        "[Tree] plus the network's latencyInter); unset: no tree across nodes",
+    )
+    chunk_bytes: int = Field(
+        default=524288,
+        ge=1,
+        description="payload bytes of one chunk a channel moves per hop of the library's tree pipeline (NCCL:"
+        " its buffer over NCCL_STEPS 8; Simple 4 MiB / 8 = 512 KiB (src/init.cc DEFAULT_BUFFSIZE))",
+    )
     net2_max_busbw_Bps: float = Field(
         default=0.0,
         ge=0,
@@ -351,6 +370,12 @@ class Ll128(Protocol):
         ge=1,
         description="bytes per thread below which fewer channels run (NCCL_LL128_THREAD_THRESHOLD)",
     )
+    chunk_bytes: int = Field(
+        default=576000,
+        ge=1,
+        description="payload bytes of a tree chunk (NCCL: NCCL_LL128_ELEMS_PER_THREAD 120 x 640 threads x 8 B"
+        " per step = 614,400 B of lines, 15 of 16 words payload: src/enqueue.cc)",
+    )
 
 
 class Ll(Protocol):
@@ -363,6 +388,12 @@ class Ll(Protocol):
         ge=1,
         description="bytes per thread (times the ranks, on a ring) below which fewer channels run"
         " (NCCL_LL_THREAD_THRESHOLD)",
+    )
+    chunk_bytes: int = Field(
+        default=32768,
+        ge=1,
+        description="payload bytes of a tree chunk (NCCL: 8 lines x 512 threads x 16 B per step = 64 KiB of"
+        " lines, half payload: src/init.cc DEFAULT_LL_BUFFSIZE / NCCL_STEPS, src/enqueue.cc)",
     )
 
 

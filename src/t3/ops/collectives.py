@@ -62,7 +62,7 @@ PROTOCOLS = ("ll", "ll128", "simple")
 ALGORITHMS = {
     "reduce_scatter": ("ring", "direct", "ring-sf"),
     "all_gather": ("ring", "direct"),
-    "all_reduce": ("ring", "direct", "nvls"),
+    "all_reduce": ("ring", "direct", "nvls", "tree"),
     "all_to_all": ("direct",),
 }
 
@@ -106,15 +106,18 @@ class Executor:
         gives it as channels x a per-channel rate: LL128's cap is channels x perChMaxRingLL128Bw; LL's cap,
         llMaxBw, is taken as reached on all the preset's channels). Not modelled: the halving of a lone
         channel's threads below one channel's worth (under ~1.5 us on 8 GPUs). Only the library's own
-        channel count (``cus`` unset) is reduced; an executor given its CUs keeps them. Within one node
-        only: across nodes NCCL runs calls of these sizes on its tree (an all-reduce) or NVLS-Tree, which
-        the model does not have; its ring stands in for them there, and the ring's rule (LL's threshold
-        times all the ranks) is not theirs."""
-        if self.kind != "cu" or self.cus is not None or algo.name != "ring" or spans_nodes(hw, n):
+        channel count (``cus`` unset) is reduced; an executor given its CUs keeps them. The same loop
+        runs NCCL's tree across nodes (:func:`tree_program`), its LL threshold not multiplied by the
+        ranks (that is the ring's alone). A ring across nodes keeps its channels: NCCL runs calls of
+        these sizes there on its tree (or NVLS-Tree), and on a preset without the tree the ring stands
+        in for it, so the ring's rule (LL's threshold times all the ranks) is not applied there."""
+        if self.kind != "cu" or self.cus is not None or algo.name not in ("ring", "tree"):
+            return self
+        if algo.name == "ring" and spans_nodes(hw, n):
             return self
         c = self.channels(hw)
         p = protocol(hw, algo.proto)
-        per = p.threads * p.thread_threshold_bytes * (n if algo.proto == "ll" else 1)
+        per = p.threads * p.thread_threshold_bytes * (n if algo.proto == "ll" and algo.name == "ring" else 1)
         nc = min(c, max(1, int(nbytes // per)))
         if nc >= c:
             return self
@@ -299,6 +302,64 @@ def ring_step_latency(hw: Hardware, algo: Algo, ex: Executor, n: int) -> float:
     return intra + (nodes - 1) / (n - 1) * (inter - intra)
 
 
+def tree_available(hw: Hardware, n: int, proto: str) -> bool:
+    """Whether the library's tree all-reduce across nodes is modelled for ``proto`` on ``n`` GPUs (NCCL
+    enables it across nodes; the preset gives its hop latencies)."""
+    p = protocol(hw, proto)
+    return spans_nodes(hw, n) and p.enabled and p.tree_net_step_latency_s is not None
+
+
+def tree_step_latency(hw: Hardware, algo: Algo, n: int) -> float:
+    """Latency of one direction of NCCL's tree all-reduce across nodes (src/graph/tuning.cc: a call pays
+    ``2 x ((ranks per node - 1) x intraLat + log2i(nodes) x interLat)``): the chain through the node's
+    GPUs (``collective.<proto>.tree_step_latency_s``, NCCL's hwLatencies[NVLINK][Tree]) and one level
+    per doubling of the nodes of its binary trees (``tree_net_step_latency_s``, hwLatencies[NET][Tree])."""
+    p = protocol(hw, algo.proto)
+    intra = hw.link.latency_s if p.tree_step_latency_s is None else p.tree_step_latency_s
+    k = hw.topology.gpus
+    levels = (n // k).bit_length() - 1  # NCCL's log2i: floor(log2(nodes))
+    return (k - 1) * intra + levels * p.tree_net_step_latency_s
+
+
+def tree_chunk_bytes(hw: Hardware, algo: Algo, nbytes: float, nc: int, n: int) -> int:
+    """Payload bytes a channel moves per hop of the tree's pipeline (NCCL src/enqueue.cc): the protocol's
+    chunk (``collective.<proto>.chunk_bytes``); LL128's halves while the call has few chunks per channel
+    for its depth (``nBytes / (channels x chunk) < (1 + log2i(nodes) + 0.1 ppn) x 64 / ppn`` down to
+    128 KiB, ``x 16 / ppn`` down to 32 KiB)."""
+    chunk = protocol(hw, algo.proto).chunk_bytes
+    if algo.proto == "ll128":
+        ppn = hw.topology.gpus
+        nsteps = 1 + ((n // ppn).bit_length() - 1) + 0.1 * ppn
+        while nbytes // (nc * chunk) < nsteps * 64 / ppn and chunk > 131072:
+            chunk //= 2
+        while nbytes // (nc * chunk) < nsteps * 16 / ppn and chunk > 32768:
+            chunk //= 2
+    return chunk
+
+
+def tree_alphas(hw: Hardware, algo: Algo, ex: Executor, nbytes: float, n: int) -> list[float]:
+    """Each direction's fixed time of the tree all-reduce on ``n`` GPUs: its hop latencies
+    (:func:`tree_step_latency`) and its pipeline's fill. A channel moves the buffer in chunks
+    (:func:`tree_chunk_bytes`); a hop that forwards a chunk only once it has landed whole (store and
+    forward) delays the end by one chunk's time at the direction's rate alone (its step's idle time,
+    :func:`step_time`, per channel). Simple's every hop does (a step's slice is forwarded after its
+    fence and flag: ``D - 1`` such delays after the first hop, ``D = (ranks per node - 1) +
+    log2i(nodes)``); LL and LL128 forward each line as it lands (flag per line) within a node, but the
+    network proxy sends a step's chunk once it is written (src/transport/net.cc): one delay per level
+    between nodes. A buffer below one chunk per channel crosses such a hop whole. NCCL's own model leaves
+    this out and corrects trees at medium sizes by a table (src/graph/tuning.cc treeCorrectionFactor,
+    0.4-0.9); here it follows from the chunks."""
+    k = hw.topology.gpus
+    levels = (n // k).bit_length() - 1
+    held = (k - 1) + levels - 1 if algo.proto == "simple" else levels
+    nc = ex.channels(hw)
+    share = min(1.0, nc * tree_chunk_bytes(hw, algo, nbytes, nc, n) / nbytes)
+    lat = tree_step_latency(hw, algo, n)
+    steps, _ = tree_program()
+    hops = ring_hops(hw, n)
+    return [lat + held * share * step_time(hw, n, st, nbytes, algo, ex, hops=hops) for st in steps]
+
+
 def p2p_step_latency(hw: Hardware, algo: Algo, ex: Executor, n: int) -> float:
     """Latency of a grouped send/recv (all-to-all) on ``n`` GPUs: a step's (:func:`step_latency`) in one
     node; across nodes, where some peers are reached through the NICs, the network step's
@@ -317,13 +378,15 @@ def nic_Bps_per_gpu(hw: Hardware) -> float:
 
 
 def _ring_busbw_cap(hw: Hardware, algo: Algo, ex: Executor, n: int) -> float:
-    """A ring's bus bandwidth cap on ``n`` GPUs: the protocol's, or across nodes NCCL's llMaxBws by node
-    count (2 nodes, more) where the preset gives one."""
+    """A ring's (or the tree's) bus bandwidth cap on ``n`` GPUs: the protocol's, or across nodes NCCL's
+    llMaxBws by node count (2 nodes, more) where the preset gives one; either times the call's share of
+    the library's channels (:meth:`Executor.for_call`)."""
     cap = _busbw_cap(hw, algo, ex)
     if not spans_nodes(hw, n):
         return cap
     proto = protocol(hw, algo.proto)
-    return (proto.net2_max_busbw_Bps if n // hw.topology.gpus <= 2 else proto.net_max_busbw_Bps) or cap
+    net = proto.net2_max_busbw_Bps if n // hw.topology.gpus <= 2 else proto.net_max_busbw_Bps
+    return net * ex.share if net else cap
 
 
 @dataclass(frozen=True)
@@ -343,6 +406,15 @@ class Step:
 SEND, RRS, RRC = Step(1, 0, 1), Step(2, 0, 1), Step(2, 1, 0)
 COPY_SEND, RECV = Step(1, 1, 1), Step(1, 1, 0)
 RRCS = Step(2, 1, 1)
+
+
+def tree_program() -> tuple[list[Step], None]:
+    """NCCL's tree all-reduce (``runTreeSplit``) per GPU, in units of the whole buffer: up the tree
+    ``recvReduceSend`` (read what the child landed and the local input, land the sum at the parent), then
+    down ``recvCopySend`` (read what the parent landed, write the output, land it at the child); every
+    byte passes each GPU once up and once down. Leaves and roots do one primitive less of each (a send,
+    a recv); every GPU is given an interior GPU's, which keeps every GPU alike (the symmetric mode)."""
+    return [RRS, COPY_SEND], None
 
 
 def ring_program(op: str, n: int) -> tuple[list[Step], Step]:
@@ -437,11 +509,12 @@ def ring_step_deps(start: StartFn, g: int, j: int, prefix: str, hops: list[Hop])
 def run_ring(
     b: ScheduleBuilder, c: float, steps: list[Step], tail: Step | None, *, algo: Algo, ex: Executor,
     start: StartFn, prefix: str, cats: Callable[[int], str], prio: int, launch: bool, land=None,
-    recv_reduce: bool = False,
+    recv_reduce: bool = False, alphas: list[float] | None = None,
 ) -> dict[int, list[Ref]]:  # fmt: skip
     """A ring program: link steps ``steps`` then the ``tail`` primitive (none: the last step ends it).
     ``recv_reduce``: the store-and-forward ring: the receiver also reduces each landed chunk into its
-    own (2 reads + 1 write, in the step)."""
+    own (2 reads + 1 write, in the step). ``alphas``: each step's fixed time (default: the ring's
+    step latency, :func:`ring_step_latency`; the tree's: :func:`tree_alphas`)."""
     hw, n = b.hw, b.n
     if spans_nodes(hw, n) and ex.kind == "dma":
         raise ConfigError(
@@ -449,7 +522,7 @@ def run_ring(
             " transfers are the library kernel's)"
         )
     hops = ring_hops(hw, n)
-    alpha = ring_step_latency(hw, algo, ex, n)
+    alphas = alphas or [ring_step_latency(hw, algo, ex, n)] * len(steps)
     first = (hw.compute.kernel_launch_s if launch else 0.0) + base_latency(hw, algo, ex)
     last = len(steps) - 1
     # a ring's steps of the same primitive, category and delay on one GPU are the same op but for their
@@ -461,7 +534,7 @@ def run_ring(
             cat = cats(j)
             key = f"{prefix}.{j}"
             deps = ring_step_deps(start, g, j, prefix, hops)
-            delay = alpha + (first if j == 0 else 0.0)
+            delay = alphas[j] + (first if j == 0 else 0.0)
             if made is not None:
                 tkey = (g, st, cat, delay)
                 like = made.get(tkey)
@@ -545,14 +618,17 @@ def candidates(
     kind = hw.topology.kind
     protos = [p for p in PROTOCOLS if protocol(hw, p).enabled] or ["simple"]
     if spans_nodes(hw, n):
-        # NCCL across nodes: the ring (its Tree, PAT, NVLS-Tree and CollNet are not modelled here) and the
-        # grouped send/recv of an all-to-all; NVLS alone needs CollNet there (tuning.cc), the copy engines
-        # do not drive the NICs
+        # NCCL across nodes: the ring, the tree for an all-reduce (its PAT, NVLS-Tree and CollNet are not
+        # modelled here) and the grouped send/recv of an all-to-all; NVLS alone needs CollNet there
+        # (tuning.cc), the copy engines do not drive the NICs
         if ex.kind == "dma":
             return []
         if op == "all_to_all":
             return [Algo("direct", p) for p in protos]
-        return [Algo("ring", p) for p in protos]
+        out = [Algo("ring", p) for p in protos]
+        if op == "all_reduce":
+            out += [Algo("tree", p) for p in protos if tree_available(hw, n, p)]
+        return out
     if ex.kind == "dma":
         if kind == "ring":
             return [Algo("ring-sf" if op == "reduce_scatter" else "ring")] if op != "all_to_all" else []
@@ -591,6 +667,9 @@ def valid_algos(op: str, hw: Hardware, n: int) -> list[str]:
         if name == "nvls":
             if nvls_available(hw, n):
                 out.append("nvls/simple")
+            continue
+        if name == "tree":
+            out += [f"tree/{p}" for p in PROTOCOLS if tree_available(hw, n, p)]
             continue
         out += [f"{name}/{p}" for p in PROTOCOLS]
     return out
@@ -714,6 +793,10 @@ def all_reduce(
                                  prio=prio, launch=False, chained=True)  # fmt: skip
     if a.name == "nvls":
         return nvls_all_reduce(b, nbytes, ex=ex, prefix=prefix, cats=cats, **kw)
+    if a.name == "tree":
+        steps, tail = tree_program()
+        return run_ring(b, nbytes, steps, tail, algo=a, ex=ex, prefix=prefix, alphas=tree_alphas(b.hw, a, ex, nbytes, n),
+                        cats=lambda j: cats[0] if j < 1 else cats[1], **kw)  # fmt: skip
     raise ConfigError(f"algo: '{a}' is not an all-reduce algorithm")
 
 
@@ -995,23 +1078,36 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
     launch_s = hw.compute.kernel_launch_s if launch else 0.0
     base = base_latency(hw, algo, ex)
     t0 = launch_s + base
-    alpha = (
-        ring_step_latency(hw, algo, ex, n) if algo.name in ("ring", "ring-sf") else step_latency(hw, algo, ex)
-    )
+    if algo.name in ("ring", "ring-sf"):
+        alpha = ring_step_latency(hw, algo, ex, n)
+    elif algo.name == "tree":
+        alpha = tree_step_latency(hw, algo, n)  # the hops (reported); the pipeline's fill below
+    else:
+        alpha = step_latency(hw, algo, ex)
     c = nbytes / n
     res: dict[str, float] = {}  # each resource's seconds over the steps (the slowest one sets a step)
     hops = 1
     kernel = ex  # the executor whose CUs run it (reported in ``terms``)
-    if algo.name in ("ring", "ring-sf"):
+    if algo.name in ("ring", "ring-sf", "tree"):
         if algo.name == "ring-sf":
             steps, tail, rr = [SEND] * (n - 1), None, True
+        elif algo.name == "tree":
+            if op != "all_reduce":
+                raise ConfigError(f"algo: no closed form for '{algo}' ({op})")
+            (steps, tail), rr, c = tree_program(), False, nbytes
         else:
             steps, tail = ring_program(op, n)
             rr = False
         part = res if terms is not None else None
         hops_of = ring_hops(hw, n)
-        t = t0 + sum(alpha + step_time(hw, n, st, c, algo, ex, rr, part, hops_of) for st in steps)
+        alphas = tree_alphas(hw, algo, ex, nbytes, n) if algo.name == "tree" else [alpha] * len(steps)
+        t = t0 + sum(
+            a + step_time(hw, n, st, c, algo, ex, rr, part, hops_of)
+            for a, st in zip(alphas, steps, strict=True)
+        )
         hops = len(steps)
+        if algo.name == "tree" and terms is not None:
+            _add_parts(res, pipeline_fill=sum(alphas) - len(steps) * alpha)
         if tail is not None:
             red = tail.rd > 1
             hb = _hbm_s(hw, tail.rd * c, tail.wl * c)

@@ -25,7 +25,7 @@ def test_ring_across_nodes_closed_form_and_symmetry(hw_name, gpus, op, nbytes):
     hw = load_hardware(hw_name)
     fast = simulate_collective(op, nbytes, gpus, hw)
     full = simulate_collective(op, nbytes, gpus, hw, symmetric=False)
-    assert fast["algo"].startswith(("ring/", "tree/") if op == "all_reduce" else "ring/")
+    assert fast["algo"].startswith(("ring/", "tree/", "nvls-tree/") if op == "all_reduce" else "ring/")
     assert fast["time_s"] == pytest.approx(fast["predicted_s"], rel=1e-9)
     assert full["time_s"] == pytest.approx(fast["time_s"], rel=1e-12)
 
@@ -128,7 +128,8 @@ def test_tree_for_small_calls_ring_for_large():
     hw = load_hardware("h100-16x8")
     for gpus in (16, 32, 128):
         assert simulate_collective("all_reduce", 8192, gpus, hw)["algo"].startswith("tree/")
-        assert simulate_collective("all_reduce", 16 << 30, gpus, hw)["algo"].startswith("ring/")
+        large = simulate_collective("all_reduce", 16 << 30, gpus, hw)["algo"]
+        assert not large.startswith("tree/")  # 2 nodes: NVLS-Tree; more: it and the ring are both NIC-bound
     # 4 -> 8 -> 16 nodes: the tree adds a level each time (the same time), the ring twice the ranks
     t = [simulate_collective("all_reduce", 8192, g, hw, algo="tree/ll")["time_s"] for g in (32, 64, 128)]
     r = [simulate_collective("all_reduce", 8192, g, hw, algo="ring/ll")["time_s"] for g in (32, 64, 128)]
@@ -343,3 +344,80 @@ def test_t3_across_nodes_is_refused_before_any_simulation(config, monkeypatch):
             api.run(model="t-nlg", tp=16, config=config, hardware="h100-2x8")
     rec = api.run(model="t-nlg", tp=8, config=config, hardware="h100-2x8", hw_overrides=over)
     assert rec["time_s"] > 0
+
+
+@pytest.mark.parametrize("hw_name,gpus", [("h100-2x8", 16), ("h200-4x8", 32)])
+@pytest.mark.parametrize("nbytes", [8192, 3 << 20, 1 << 30])
+def test_nvls_tree_closed_form_and_symmetry(hw_name, gpus, nbytes):
+    """NCCL's NVLS-Tree across nodes: the closed form is the engine's time, and every GPU simulated (each
+    node's switch its own resource) gives the symmetric path's."""
+    hw = load_hardware(hw_name)
+    fast = simulate_collective("all_reduce", nbytes, gpus, hw, algo="nvls-tree")
+    assert fast["algo"] == "nvls-tree/simple"
+    assert fast["time_s"] == pytest.approx(fast["predicted_s"], rel=1e-9)
+    full = simulate_collective("all_reduce", nbytes, gpus, hw, algo="nvls-tree", symmetric=False)
+    assert full["time_s"] == pytest.approx(fast["time_s"], rel=1e-12)
+
+
+def test_nvls_tree_is_bound_by_the_switch_port_on_2_nodes_and_the_nics_beyond():
+    """Each GPU heads shard c = S/k of its node: its switch port carries S + c each way (the node's NVLS
+    all-reduce), its NIC share c each way between 2 nodes and 2c between more (double binary trees). A
+    long call's time tends to the larger of the two (closed forms written here), plus the latency and
+    fill."""
+    from t3.ops.collectives import _wire
+
+    hw = load_hardware("h100-16x8")
+    k, S = 8, 64 << 30
+    port = (S + S / k) * _wire(hw, Algo("nvls")) / hw.link.bandwidth_Bps
+    nic_rate = hw.network.nic_Bps * hw.network.nics_per_node / k * hw.network.efficiency
+    for gpus, net in ((16, S / k), (32, 2 * S / k), (128, 2 * S / k)):
+        terms: dict = {}
+        t = idle_time("all_reduce", Algo("nvls-tree"), S, hw, gpus, terms=terms)
+        assert terms["resources_s"]["link"] == pytest.approx(port, rel=1e-12)
+        assert terms["resources_s"]["nic"] == pytest.approx(net / nic_rate, rel=1e-12)
+        assert max(port, net / nic_rate) < t < 1.01 * max(port, net / nic_rate)
+    assert port > S / k / nic_rate  # 2 nodes: the port bounds it; 4 and more: the NICs (2c)
+    assert port < 2 * S / k / nic_rate
+
+
+@pytest.mark.parametrize("gpus,nbytes", [(16, 1 << 30), (16, 96 << 20), (32, 1 << 30), (32, 16 << 20)])
+def test_nvls_tree_fill_is_a_chain_of_chunks(gpus, nbytes):
+    """The shard crosses 2 x log2i(nodes) network hops (up and down the tree) that each hold a chunk: beyond
+    its latency and launch the call takes a chain of 1 + 2 log2i(nodes) chunk stages, as a brute-force walk
+    of the chunks gives it, with NCCL's NVLS-Tree chunk (128 KiB; 64 KiB on 4 nodes or more and below
+    4 x ops x 128 KiB; 32 KiB below ops x 64 KiB; ops = 16 channels x 8 heads)."""
+    from t3.ops.collectives import nvls_tree_latency
+
+    hw = load_hardware("h100-16x8")
+    k, nc = 8, hw.collective.nvls_channels
+    ops = nc * k
+    chunk = 128 << 10 if gpus // k < 4 else 64 << 10
+    if nbytes < 4 * ops * chunk and chunk > 65536:
+        chunk = 65536
+    if nbytes < ops * chunk and chunk > 32768:
+        chunk = 32768
+    levels = {16: 1, 32: 2}[gpus]
+    chunks = nbytes / k / (nc * chunk)
+    terms: dict = {}
+    t = idle_time("all_reduce", Algo("nvls-tree"), nbytes, hw, gpus, terms=terms)
+    bulk = max(v for name, v in terms["resources_s"].items() if name != "pipeline_fill")
+    n_chunks = round(chunks)
+    assert n_chunks == pytest.approx(chunks)  # whole chunks at these sizes
+    want = _chain_pipeline(n_chunks, 1 + 2 * levels, bulk / n_chunks)
+    got = t - hw.compute.kernel_launch_s - nvls_tree_latency(hw, gpus)
+    assert got == pytest.approx(want, rel=1e-9)
+
+
+def test_nvls_tree_chosen_for_large_calls_on_2_nodes_only():
+    """On 2 nodes NVLS-Tree's NICs carry half of what they carry between more nodes, so past its latency
+    and fill it beats the ring (bound by the NICs) for large calls; on 4 nodes and more the ring's NIC
+    bound is the better one."""
+    hw = load_hardware("h100-16x8")
+    assert simulate_collective("all_reduce", 16 << 30, 16, hw)["algo"] == "nvls-tree/simple"
+    assert simulate_collective("all_reduce", 8192, 16, hw)["algo"].startswith("tree/")
+    assert simulate_collective("all_reduce", 16 << 30, 32, hw)["algo"].startswith("ring/")
+    from t3.ops.collectives import valid_algos
+
+    assert "nvls-tree/simple" in valid_algos("all_reduce", hw, 16)
+    assert "nvls-tree/simple" not in valid_algos("all_reduce", hw, 8)  # one node: NVLS itself
+    assert "nvls-tree/simple" not in valid_algos("all_reduce", load_hardware("b200-4x8"), 32)

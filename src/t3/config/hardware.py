@@ -470,6 +470,12 @@ class Collective(_Strict):
         " traffic reaches (NCCL nvlsEfficiency)",
     )
     nvls_channels: int = Field(default=0, ge=0, description="CUs an NVLS kernel runs on (0 = as channels)")
+    nvls_tree_net_latency_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="latency of one level of NCCL's NVLS-Tree between nodes (its hwLatencies[NET][NVLSTree]"
+        "[Simple] plus twice the network's latencyInter); unset: no NVLS-Tree across nodes",
+    )
     nvls_loop_s: float = Field(
         default=0.0,
         ge=0,
@@ -617,6 +623,10 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "collective.nvls_reduce_Bps": (0, _FREE, _BPS),
     "collective.nvls_latency_s": (0, 1, _S),
     "collective.nvls_loop_s": (0, 1, _S),
+    "collective.nvls_tree_net_latency_s": (0, 1, _S),
+    **{f"collective.{p}.tree_step_latency_s": (0, 1, _S) for p in ("simple", "ll128", "ll")},
+    **{f"collective.{p}.tree_net_step_latency_s": (0, 1, _S) for p in ("simple", "ll128", "ll")},
+    **{f"collective.{p}.chunk_bytes": (1, 1e9, "a chunk is KiB to MiB") for p in ("simple", "ll128", "ll")},
     "collective.simple.base_latency_s": (0, 1, _S),
     "collective.simple.step_latency_s": (0, 1, _S),
     "collective.simple.max_busbw_Bps": (0, _FREE, _BPS),

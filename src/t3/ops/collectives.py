@@ -62,7 +62,7 @@ PROTOCOLS = ("ll", "ll128", "simple")
 ALGORITHMS = {
     "reduce_scatter": ("ring", "direct", "ring-sf"),
     "all_gather": ("ring", "direct"),
-    "all_reduce": ("ring", "direct", "nvls", "tree"),
+    "all_reduce": ("ring", "direct", "nvls", "tree", "nvls-tree"),
     "all_to_all": ("direct",),
 }
 
@@ -618,8 +618,8 @@ def candidates(
     kind = hw.topology.kind
     protos = [p for p in PROTOCOLS if protocol(hw, p).enabled] or ["simple"]
     if spans_nodes(hw, n):
-        # NCCL across nodes: the ring, the tree for an all-reduce (its PAT, NVLS-Tree and CollNet are not
-        # modelled here) and the grouped send/recv of an all-to-all; NVLS alone needs CollNet there
+        # NCCL across nodes: the ring, the tree and NVLS-Tree for an all-reduce (its PAT and CollNet are
+        # not modelled here) and the grouped send/recv of an all-to-all; NVLS alone needs CollNet there
         # (tuning.cc), the copy engines do not drive the NICs
         if ex.kind == "dma":
             return []
@@ -628,6 +628,8 @@ def candidates(
         out = [Algo("ring", p) for p in protos]
         if op == "all_reduce":
             out += [Algo("tree", p) for p in protos if tree_available(hw, n, p)]
+            if nvls_tree_available(hw, n):
+                out.append(Algo("nvls-tree"))
         return out
     if ex.kind == "dma":
         if kind == "ring":
@@ -657,6 +659,18 @@ def nvls_available(hw: Hardware, n: int) -> bool:
     )
 
 
+def nvls_tree_available(hw: Hardware, n: int) -> bool:
+    """Whether NCCL's NVLS-Tree all-reduce is modelled on ``n`` GPUs: across nodes of switch nodes with
+    NVLS, where the preset gives its network latency (``collective.nvls_tree_net_latency_s``)."""
+    col = hw.collective
+    return (
+        spans_nodes(hw, n)
+        and hw.topology.kind == "switch"
+        and col.nvls_reduce_Bps > 0
+        and col.nvls_tree_net_latency_s is not None
+    )
+
+
 def valid_algos(op: str, hw: Hardware, n: int) -> list[str]:
     """Every ``algo`` string :func:`simulate_collective` accepts for ``op`` on ``hw``."""
     kind = hw.topology.kind
@@ -670,6 +684,10 @@ def valid_algos(op: str, hw: Hardware, n: int) -> list[str]:
             continue
         if name == "tree":
             out += [f"tree/{p}" for p in PROTOCOLS if tree_available(hw, n, p)]
+            continue
+        if name == "nvls-tree":
+            if nvls_tree_available(hw, n):
+                out.append("nvls-tree/simple")
             continue
         out += [f"{name}/{p}" for p in PROTOCOLS]
     return out
@@ -793,6 +811,8 @@ def all_reduce(
                                  prio=prio, launch=False, chained=True)  # fmt: skip
     if a.name == "nvls":
         return nvls_all_reduce(b, nbytes, ex=ex, prefix=prefix, cats=cats, **kw)
+    if a.name == "nvls-tree":
+        return nvls_tree_all_reduce(b, nbytes, ex=ex, prefix=prefix, cats=cats, **kw)
     if a.name == "tree":
         steps, tail = tree_program()
         return run_ring(b, nbytes, steps, tail, algo=a, ex=ex, prefix=prefix, alphas=tree_alphas(b.hw, a, ex, nbytes, n),
@@ -931,6 +951,116 @@ def nvls_all_reduce(
             traffic={f"{cats[0]}_read": S, f"{cats[1]}_write": S, "link": S + c},
         )  # fmt: skip
     return {g: [(g, f"{prefix}.nvls")] for g in b.gpus}
+
+
+def nvls_tree_parts(hw: Hardware, n: int, nbytes: float) -> tuple[float, float, int]:
+    """NCCL's NVLS-Tree all-reduce on ``n`` GPUs of ``k``-GPU nodes (src/device/all_reduce.h
+    ``NCCL_ALGO_NVLS_TREE``): each GPU is the head of shard ``c = S / k`` of its node; the node's switch
+    reduces it (``multimem.ld_reduce``), the head sends it up a binary tree between the nodes' heads of the
+    same shard (through its NIC, on its rail), receives the total from the tree and the switch writes it to
+    every GPU of the node (``multimem.st``); all pipelined. Two trees carry half the shard each, so a
+    GPU's NIC moves ``c`` each way between 2 nodes (each node a root of one tree and a leaf of the
+    other) and ``2c`` between more (an inner node of one tree: two children's halves in, a half up, two
+    halves down; a leaf of the other); NCCL's tuning doubles the inter-node bandwidth on 2 nodes
+    alike. Returns (c, the NIC's bytes each way, the tree's levels log2i(nodes))."""
+    k = hw.topology.gpus
+    nodes = n // k
+    c = nbytes / k
+    return c, c if nodes <= 2 else 2 * c, nodes.bit_length() - 1
+
+
+def nvls_tree_chunk_bytes(hw: Hardware, n: int, nbytes: float) -> int:
+    """NCCL's NVLS-Tree chunk (src/enqueue.cc; src/transport/nvls.cc): 128 KiB (NCCL_NVLS_CHUNKSIZE), 64 KiB
+    on 4 nodes or more (its treeMaxChunkSize), then 64 KiB below 4 x ops x chunk and 32 KiB below
+    ops x chunk, ops = the NVLS channels x the node's heads (its GPUs)."""
+    k = hw.topology.gpus
+    ops = Executor("cu", hw.collective.nvls_channels or None).channels(hw) * k
+    chunk = NVLS_CHUNK if n // k < 4 else 65536
+    if nbytes < 4 * ops * chunk and chunk > 65536:
+        chunk = 65536
+    if nbytes < ops * chunk and chunk > 32768:
+        chunk = 32768
+    return chunk
+
+
+def nvls_tree_fill_s(hw: Hardware, n: int, nbytes: float, bulk_s: float) -> float:
+    """The pipeline's fill of NVLS-Tree: its shard crosses 2 x log2i(nodes) network hops (up, then down
+    the tree), each of which holds a chunk until it has landed whole (the proxy sends a step once written,
+    :func:`tree_alphas`), so each adds one chunk's time: ``bulk_s`` (the op's time alone) per chunk of a
+    channel's share of the shard (``c / (channels x chunk)`` chunks; a shard below one chunk per channel
+    crosses each hop whole)."""
+    c, _, levels = nvls_tree_parts(hw, n, nbytes)
+    nc = Executor("cu", hw.collective.nvls_channels or None).channels(hw)
+    share = min(1.0, nc * nvls_tree_chunk_bytes(hw, n, nbytes) / c)
+    return 2 * levels * share * bulk_s
+
+
+def nvls_tree_bulk_s(hw: Hardware, n: int, nbytes: float, ex: Executor, res: dict | None = None) -> float:
+    """The NVLS-Tree op's time alone, its latency and fill aside: its slowest resource."""
+    S = nbytes
+    col = hw.collective
+    k = hw.topology.gpus
+    c, net, _ = nvls_tree_parts(hw, n, S)
+    nv = Executor("cu", ex.cus or col.nvls_channels or None)
+    port = (S + c) * _wire(hw, Algo("nvls")) / hw.link.bandwidth_Bps
+    sw = k * S / col.nvls_reduce_Bps
+    hb, cu = _hbm_s(hw, S + 2 * net, S + 2 * net), _cu_s(hw, nv, 2 * c)
+    nic = net * net_wire(hw, Algo("ring", "simple")) / nic_Bps_per_gpu(hw)
+    if res is not None:
+        _add_parts(res, link=port, hbm=hb, switch=sw, cu=cu, nic=nic)
+    return max(port, hb, sw, cu, nic)
+
+
+def nvls_tree_latency(hw: Hardware, n: int) -> float:
+    """NCCL's NVLS-Tree latency (src/graph/tuning.cc): the node's NVLS latency (``nvls_latency_s``,
+    hwLatencies[NVLINK][NVLSTree] = its NVLS's) + 2 x log2i(nodes) x ``nvls_tree_net_latency_s``."""
+    col = hw.collective
+    return col.nvls_latency_s + 2 * nvls_tree_parts(hw, n, 1.0)[2] * col.nvls_tree_net_latency_s
+
+
+def nvls_tree_all_reduce(
+    b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
+    prefix: str = "ar", cats: tuple[str, str] = ("rs", "ag"), prio: int = 0, launch: bool = True,
+) -> dict[int, list[Ref]]:  # fmt: skip
+    """NVLS-Tree all-reduce (:func:`nvls_tree_parts`), one pipelined op per GPU: the node's NVLS
+    all-reduce's work (:func:`nvls_all_reduce` on the node's k GPUs: HBM S read and S written, port
+    S + c each way, its node's switch reducing k x c) and its shard's tree traffic through its NIC share
+    to the same GPU of another node (the NIC bytes each way, staged in HBM: written and read at each
+    end), after its latency (:func:`nvls_tree_latency`) and its pipeline's fill at its rate alone
+    (:func:`nvls_tree_fill_s`). The loops NCCL's smaller NVLS-Tree chunks add are not charged."""
+    ex = ex or Executor()
+    hw, n = b.hw, b.n
+    k = hw.topology.gpus
+    S = nbytes
+    c, net, _ = nvls_tree_parts(hw, n, S)
+    col = hw.collective
+    nv = Executor("cu", ex.cus or col.nvls_channels or None, ex.name)
+    wire, nwire = _wire(hw, Algo("nvls")), net_wire(hw, Algo("ring", "simple"))
+    switches: dict[int, int] = {}
+    for g in b.gpus:
+        node = (g % n) // k
+        if node not in switches:  # a node's switch: its materialised GPUs' share of it
+            held = sum(1 for h in b.gpus if (h % n) // k == node)
+            switches[node] = b._resource(f"nvls:switch:{node}", col.nvls_reduce_Bps * held / k, "switch", 0)
+        peer = g - g % k + (g % k + 1) % k
+        rail = (g + k) % n
+        work = [
+            (b.hbm(g), S + 2 * net),
+            (b.hbm_w(g), S + 2 * net),
+            (b.path(g, peer)[0], (S + c) * wire),
+            (b.path(peer, g)[1], (S + c) * wire),
+            (switches[node], k * c),
+        ]
+        work += [(r, net * nwire) for r in b.nic_path(g, rail)]
+        work += nv.cu_work(b, g, 2 * c)
+        b.add(
+            g, f"{prefix}.nvls-tree", kind="nvls", cat=cats[0], work=work,
+            delay_s=nvls_tree_latency(hw, n) + (hw.compute.kernel_launch_s if launch else 0.0)
+            + nvls_tree_fill_s(hw, n, S, nvls_tree_bulk_s(hw, n, S, ex)),
+            deps=list(start(g)), prio=prio, window=nv.window(hw),
+            traffic={f"{cats[0]}_read": S + 2 * net, f"{cats[1]}_write": S + 2 * net, "link": S + c + net},
+        )  # fmt: skip
+    return {g: [(g, f"{prefix}.nvls-tree")] for g in b.gpus}
 
 
 # NCCL's send/recv (src/enqueue.cc, scheduleP2pTasksToPlan, v2.18-2.27): a send is split over the
@@ -1152,6 +1282,14 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
             _add_parts(res, link=port, hbm=hb, switch=sw, cu=cu)
             if loops:
                 _add_parts(res, chunk_loops=loops)
+    elif algo.name == "nvls-tree":
+        kernel = Executor("cu", ex.cus or hw.collective.nvls_channels or None)
+        bulk = nvls_tree_bulk_s(hw, n, nbytes, ex, res if terms is not None else None)
+        fill = nvls_tree_fill_s(hw, n, nbytes, bulk)
+        base, hops, alpha = nvls_tree_latency(hw, n), 0, 0.0
+        t = launch_s + base + fill + bulk
+        if terms is not None:
+            _add_parts(res, pipeline_fill=fill)
     else:
         raise ConfigError(f"algo: no closed form for '{algo}' ({op})")
     if terms is not None:

@@ -618,9 +618,9 @@ def candidates(
     kind = hw.topology.kind
     protos = [p for p in PROTOCOLS if protocol(hw, p).enabled] or ["simple"]
     if spans_nodes(hw, n):
-        # NCCL across nodes: the ring, the tree and NVLS-Tree for an all-reduce (its PAT and CollNet are
-        # not modelled here) and the grouped send/recv of an all-to-all; NVLS alone needs CollNet there
-        # (tuning.cc), the copy engines do not drive the NICs
+        # NCCL across nodes: the ring, the tree and NVLS-Tree for an all-reduce (its CollNet is not
+        # modelled here; its PAT runs with one GPU per node only) and the grouped send/recv of an
+        # all-to-all; NVLS alone needs CollNet there (tuning.cc), the copy engines do not drive the NICs
         if ex.kind == "dma":
             return []
         if op == "all_to_all":

@@ -94,3 +94,29 @@ def test_a_tp_the_model_cannot_split_is_left_out_with_the_models_reason():
     d = study(("h100-2x8",), ("llama-3-8b",), (16,), ficco=False)
     assert d["points"] == []
     assert "kv_heads = 8 is not divisible by tp=16" in d["skipped"][0]["why"]
+
+
+def test_across_nodes_what_is_modelled_runs_and_the_rest_says_why():
+    """TP 16 on two nodes: Sequential and Ideal are their runs, the NVLS design is NCCL's NVLS-Tree (the
+    GEMM, then that all-reduce), and T3, T3-MCA and FiCCO, whose own transfers are modelled within one
+    node, are None with the reason."""
+    from t3.config.hardware import load_hardware
+    from t3.ops.collectives import simulate_collective
+    from t3.workload import get_model, sublayer_operator
+
+    d = study(("h100-2x8",), ("gpt-3",), (16,))
+    (p,) = d["points"]
+    kw = dict(model="gpt-3", tp=16, sublayer="fc2", hardware="h100-2x8")
+    seq = run(config="sequential", **kw)
+    assert p["time_s"]["sequential"] == seq["time_s"]
+    assert p["time_s"]["ideal"] == run(config="ideal-gemm-rs-overlap", **kw)["time_s"]
+    nbytes = sublayer_operator(get_model("gpt-3"), "fc2", 16).comm_bytes
+    ar = simulate_collective(
+        "all_reduce", float(nbytes), 16, load_hardware("h100-2x8"), algo="nvls-tree/simple"
+    )
+    assert p["nvls_algo"] == "nvls-tree/simple"
+    assert p["time_s"]["nvls"] == seq["breakdown_s"]["gemm"] + ar["time_s"]
+    for design in ("t3", "t3_mca", "ficco"):
+        assert p["speedup"][design] is None
+        assert "spans the nodes of h100-2x8" in p["not_modelled"][design]
+    assert p["ficco"] is None

@@ -58,6 +58,9 @@ def to_markdown(doc: dict) -> str:
         )
     for s in doc["skipped"]:
         lines.append(f"\nLeft out: {s['hardware']} {s['model']} TP {s['tp']}: {s['why']}")
+    for p in doc["points"]:
+        for d, why in p.get("not_modelled", {}).items():
+            lines.append(f"\nNot modelled: {_HEAD[d]} on {p['hardware']} {p['model']} TP {p['tp']}: {why}")
     return "\n".join(lines) + "\n"
 
 
@@ -115,11 +118,14 @@ def study_cmd(
     c.print(e)
     for s in doc["skipped"]:
         c.print(f"left out: {s['hardware']} {s['model']} TP {s['tp']}: {s['why']}")
+    for p in doc["points"]:
+        for d, why in p.get("not_modelled", {}).items():
+            c.print(f"not modelled: {_HEAD[d]} on {p['hardware']} {p['model']} TP {p['tp']}: {why}")
     c.print("columns:")
     for line in (
         "preset, model, TP: the point (the sublayer's tokens are the model's)",
         "Seq.: Sequential's time: the GEMM, then reduce-scatter + all-gather (us)",
-        "NVLS: the GEMM, then one NVLS all-reduce (presets whose switch reduces)",
+        "NVLS: the GEMM, then one NVLS all-reduce (presets whose switch reduces; NVLS-Tree across nodes)",
         "Ideal: Ideal-GEMM-RS-Overlap (the T3 paper's bound)",
         "T3, T3-MCA: with the paper's near-memory compute added to the GPU",
         "FiCCO: best FiCCO schedule of GEMM + reduce-scatter vs its bulk baseline",

@@ -5,12 +5,18 @@ Per point (the same sublayer, tokens and TP on every design):
 
 - ``sequential``: the GEMM, then the all-reduce as the library's reduce-scatter + all-gather (``t3 run``);
 - ``nvls``: the GEMM, then one all-reduce by NVLink SHARP where the preset's switch has it (the switch
-  reduces; the GEMM and the collective each alone, one after the other);
+  reduces; the GEMM and the collective each alone, one after the other); across nodes NCCL's NVLS-Tree
+  (each node's switch reduces, the NICs carry one shard);
 - ``ideal``: Ideal-GEMM-RS-Overlap, the T3 paper's bound for overlapping the reduce-scatter with the GEMM;
 - ``t3``, ``t3_mca``: T3 and T3 with memory-controller arbitration, with the paper's near-memory compute
   added to this GPU (``nmc.present = true``: no GPU on sale has it; the T3 paper's proposal);
 - ``ficco``: the fastest FiCCO schedule of the sublayer's GEMM + reduce-scatter (sequence parallelism),
   against the same operation as one GEMM then one reduce-scatter (``bulk-g1-M-cu``).
+
+Across nodes (a TP wider than the preset's node) T3, T3-MCA and FiCCO are not modelled (their own
+stores, DMA and reductions are modelled over one node's fabric only): their times are None and
+``not_modelled`` says why; Sequential, NVLS-Tree and Ideal run (the T3 paper's multi-node point: only
+the part of the communication a GEMM's length covers can be hidden).
 
 Speed-ups are ``T_sequential / T - 1`` (FiCCO's against its bulk baseline). The expected error beside
 them is ``t3 validate``'s median |error| on the preset's own validation rows (GEMMs, collectives; overlap
@@ -47,7 +53,7 @@ def _errors(rows: list) -> dict[str, Any]:
 def point(hardware: str, model: str, tp: int, sublayer: str = "fc2", ficco: bool = True) -> dict[str, Any]:
     """One (preset, model, TP) point of the study (see the module docstring)."""
     from t3.api import overlap, run
-    from t3.ops.collectives import nvls_available, simulate_collective
+    from t3.ops.collectives import nvls_available, nvls_tree_available, simulate_collective, spans_nodes
     from t3.workload import get_model, sublayer_operator
 
     hw = load_hardware(hardware)
@@ -58,22 +64,45 @@ def point(hardware: str, model: str, tp: int, sublayer: str = "fc2", ficco: bool
         "hardware": hw.name, "model": model, "tp": tp, "sublayer": sublayer, "tokens": seq["tokens"],
         "gemm": g, "time_s": {"sequential": t_seq}, "collectives": seq.get("collectives", {}),
     }  # fmt: skip
-    if nvls_available(hw, tp):
+    nvls = (
+        "nvls/simple"
+        if nvls_available(hw, tp)
+        else "nvls-tree/simple"
+        if nvls_tree_available(hw, tp)
+        else None
+    )
+    out["nvls_algo"] = nvls
+    if nvls:
         nbytes = sublayer_operator(get_model(model), sublayer, tp).comm_bytes  # what Sequential all-reduces
-        ar = simulate_collective("all_reduce", float(nbytes), tp, hw, algo="nvls/simple")
+        ar = simulate_collective("all_reduce", float(nbytes), tp, hw, algo=nvls)
         out["time_s"]["nvls"] = seq["breakdown_s"]["gemm"] + ar["time_s"]
     else:
         out["time_s"]["nvls"] = None
     out["time_s"]["ideal"] = run(
         model=model, tp=tp, sublayer=sublayer, config="ideal-gemm-rs-overlap", hardware=hw
     )["time_s"]
+    across = spans_nodes(hw, tp)
+    out["not_modelled"] = {}
     nmc = {"nmc.present": True}
     for key, cfg in (("t3", "t3"), ("t3_mca", "t3-mca")):
+        if across:
+            out["time_s"][key] = None
+            out["not_modelled"][key] = (
+                f"TP {tp} spans the nodes of {hw.name}: T3's stores, DMA and near-memory reductions are"
+                " modelled over one node's fabric only"
+            )
+            continue
         out["time_s"][key] = run(
             model=model, tp=tp, sublayer=sublayer, config=cfg, hardware=hw, hw_overrides=nmc
         )["time_s"]
     out["speedup"] = {k: (t_seq / t - 1.0 if t else None) for k, t in out["time_s"].items()}
-    if ficco:
+    if ficco and across:
+        out["ficco"] = None
+        out["speedup"]["ficco"] = None
+        out["not_modelled"]["ficco"] = (
+            f"TP {tp} spans the nodes of {hw.name}: FiCCO's transfers are modelled within one node's fabric only"
+        )
+    elif ficco:
         kw = dict(gpus=tp, hardware=hw, dtype=g["dtype"])
         best = overlap("gemm-rs", g["m"], g["n"], g["k"], schedule="best", **kw)
         bulk = overlap("gemm-rs", g["m"], g["n"], g["k"], schedule="bulk-g1-M-cu", **kw)
@@ -121,7 +150,8 @@ def study(
         "definitions": {
             "speedup": "T_sequential / T - 1 (FiCCO: T_bulk / T_best - 1, its own GEMM-then-reduce-scatter baseline)",
             "t3, t3_mca": "with near-memory compute added to the GPU (nmc.present = true): T3's proposal, on no GPU sold",
-            "nvls": "the GEMM, then one NVLS all-reduce (where the preset's switch reduces), one after the other",
+            "nvls": "the GEMM, then one NVLS all-reduce (where the preset's switch reduces; across nodes NCCL's"
+            " NVLS-Tree: nvls_algo), one after the other",
             "errors": "t3 validate's median |error| on the preset's validation rows, per category",
         },
     }

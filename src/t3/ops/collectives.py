@@ -1236,6 +1236,8 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
             for a, st in zip(alphas, steps, strict=True)
         )
         hops = len(steps)
+        if algo.name == "tree":  # each direction crosses the chain of a node and the trees' levels
+            hops = 2 * ((hw.topology.gpus - 1) + (n // hw.topology.gpus).bit_length() - 1)
         if algo.name == "tree" and terms is not None:
             _add_parts(res, pipeline_fill=sum(alphas) - len(steps) * alpha)
         if tail is not None:
@@ -1293,9 +1295,10 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
     else:
         raise ConfigError(f"algo: no closed form for '{algo}' ({op})")
     if terms is not None:
+        hop_lat = 2 * alpha if algo.name == "tree" else hops * alpha  # (the tree: alpha per direction)
         terms.update(
-            launch_s=launch_s, base_latency_s=base, hops=hops, hop_latency_s=hops * alpha,
-            transfer_s=t - launch_s - base - hops * alpha, resources_s=res, total_s=t,
+            launch_s=launch_s, base_latency_s=base, hops=hops, hop_latency_s=hop_lat,
+            transfer_s=t - launch_s - base - hop_lat, resources_s=res, total_s=t,
             channels=kernel.channels(hw) if kernel.kind == "cu" else 0, channel_share=ex.share,
         )  # fmt: skip
     return t

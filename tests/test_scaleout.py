@@ -421,3 +421,24 @@ def test_nvls_tree_chosen_for_large_calls_on_2_nodes_only():
     assert "nvls-tree/simple" in valid_algos("all_reduce", hw, 16)
     assert "nvls-tree/simple" not in valid_algos("all_reduce", hw, 8)  # one node: NVLS itself
     assert "nvls-tree/simple" not in valid_algos("all_reduce", load_hardware("b200-4x8"), 32)
+
+
+@pytest.mark.parametrize("algo", ["nvls-tree/simple", "tree/ll128", "tree/simple"])
+@pytest.mark.parametrize("cus", [4, 8])
+def test_tree_algorithms_on_given_channels_closed_form_is_the_engines(algo, cus):
+    """An executor given its CUs (the interference API's ``channels``) runs the tree or NVLS-Tree on them:
+    the chunks per channel of its pipeline's fill follow, and the closed form is still the engine's."""
+    from t3.ops.collectives import all_reduce, parse_algo
+    from t3.sim import Engine, ScheduleBuilder
+
+    hw = load_hardware("h100-2x8")
+    a = parse_algo("all_reduce", algo, hw, 16)
+    for size in (1 << 20, 256 << 20):
+        b = ScheduleBuilder("x", hw, 16, symmetric=True)
+        all_reduce(b, size, ex=Executor("cu", cus), algo=a)
+        t = Engine().run(b.build()).makespan
+        assert t == pytest.approx(idle_time("all_reduce", a, size, hw, 16, Executor("cu", cus)), rel=1e-9)
+        if (
+            size > 1 << 20
+        ):  # (a shard below a chunk per channel crosses each hop whole, whatever the channels)
+            assert t != pytest.approx(idle_time("all_reduce", a, size, hw, 16), rel=1e-6)

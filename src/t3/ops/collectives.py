@@ -969,12 +969,12 @@ def nvls_tree_parts(hw: Hardware, n: int, nbytes: float) -> tuple[float, float, 
     return c, c if nodes <= 2 else 2 * c, nodes.bit_length() - 1
 
 
-def nvls_tree_chunk_bytes(hw: Hardware, n: int, nbytes: float) -> int:
+def nvls_tree_chunk_bytes(hw: Hardware, n: int, nbytes: float, nc: int) -> int:
     """NCCL's NVLS-Tree chunk (src/enqueue.cc; src/transport/nvls.cc): 128 KiB (NCCL_NVLS_CHUNKSIZE), 64 KiB
     on 4 nodes or more (its treeMaxChunkSize), then 64 KiB below 4 x ops x chunk and 32 KiB below
-    ops x chunk, ops = the NVLS channels x the node's heads (its GPUs)."""
+    ops x chunk, ops = the kernel's ``nc`` channels x the node's heads (its GPUs)."""
     k = hw.topology.gpus
-    ops = Executor("cu", hw.collective.nvls_channels or None).channels(hw) * k
+    ops = nc * k
     chunk = NVLS_CHUNK if n // k < 4 else 65536
     if nbytes < 4 * ops * chunk and chunk > 65536:
         chunk = 65536
@@ -983,15 +983,14 @@ def nvls_tree_chunk_bytes(hw: Hardware, n: int, nbytes: float) -> int:
     return chunk
 
 
-def nvls_tree_fill_s(hw: Hardware, n: int, nbytes: float, bulk_s: float) -> float:
+def nvls_tree_fill_s(hw: Hardware, n: int, nbytes: float, bulk_s: float, nc: int) -> float:
     """The pipeline's fill of NVLS-Tree: its shard crosses 2 x log2i(nodes) network hops (up, then down
     the tree), each of which holds a chunk until it has landed whole (the proxy sends a step once written,
     :func:`tree_alphas`), so each adds one chunk's time: ``bulk_s`` (the op's time alone) per chunk of a
     channel's share of the shard (``c / (channels x chunk)`` chunks; a shard below one chunk per channel
-    crosses each hop whole)."""
+    crosses each hop whole; ``nc``: the kernel's channels)."""
     c, _, levels = nvls_tree_parts(hw, n, nbytes)
-    nc = Executor("cu", hw.collective.nvls_channels or None).channels(hw)
-    share = min(1.0, nc * nvls_tree_chunk_bytes(hw, n, nbytes) / c)
+    share = min(1.0, nc * nvls_tree_chunk_bytes(hw, n, nbytes, nc) / c)
     return 2 * levels * share * bulk_s
 
 
@@ -1056,7 +1055,7 @@ def nvls_tree_all_reduce(
         b.add(
             g, f"{prefix}.nvls-tree", kind="nvls", cat=cats[0], work=work,
             delay_s=nvls_tree_latency(hw, n) + (hw.compute.kernel_launch_s if launch else 0.0)
-            + nvls_tree_fill_s(hw, n, S, nvls_tree_bulk_s(hw, n, S, ex)),
+            + nvls_tree_fill_s(hw, n, S, nvls_tree_bulk_s(hw, n, S, ex), nv.channels(hw)),
             deps=list(start(g)), prio=prio, window=nv.window(hw),
             traffic={f"{cats[0]}_read": S + 2 * net, f"{cats[1]}_write": S + 2 * net, "link": S + c + net},
         )  # fmt: skip
@@ -1287,7 +1286,7 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
     elif algo.name == "nvls-tree":
         kernel = Executor("cu", ex.cus or hw.collective.nvls_channels or None)
         bulk = nvls_tree_bulk_s(hw, n, nbytes, ex, res if terms is not None else None)
-        fill = nvls_tree_fill_s(hw, n, nbytes, bulk)
+        fill = nvls_tree_fill_s(hw, n, nbytes, bulk, kernel.channels(hw))
         base, hops, alpha = nvls_tree_latency(hw, n), 0, 0.0
         t = launch_s + base + fill + bulk
         if terms is not None:

@@ -302,6 +302,11 @@ def ring_step_latency(hw: Hardware, algo: Algo, ex: Executor, n: int) -> float:
     return intra + (nodes - 1) / (n - 1) * (inter - intra)
 
 
+def tree_levels(hw: Hardware, n: int) -> int:
+    """Levels of NCCL's binary trees between the nodes of ``n`` GPUs: its log2i(nodes), floor(log2)."""
+    return (n // hw.topology.gpus).bit_length() - 1
+
+
 def tree_available(hw: Hardware, n: int, proto: str) -> bool:
     """Whether the library's tree all-reduce across nodes is modelled for ``proto`` on ``n`` GPUs (NCCL
     enables it across nodes; the preset gives its hop latencies)."""
@@ -316,9 +321,7 @@ def tree_step_latency(hw: Hardware, algo: Algo, n: int) -> float:
     per doubling of the nodes of its binary trees (``tree_net_step_latency_s``, hwLatencies[NET][Tree])."""
     p = protocol(hw, algo.proto)
     intra = hw.link.latency_s if p.tree_step_latency_s is None else p.tree_step_latency_s
-    k = hw.topology.gpus
-    levels = (n // k).bit_length() - 1  # NCCL's log2i: floor(log2(nodes))
-    return (k - 1) * intra + levels * p.tree_net_step_latency_s
+    return (hw.topology.gpus - 1) * intra + tree_levels(hw, n) * p.tree_net_step_latency_s
 
 
 def tree_chunk_bytes(hw: Hardware, algo: Algo, nbytes: float, nc: int, n: int) -> int:
@@ -329,7 +332,7 @@ def tree_chunk_bytes(hw: Hardware, algo: Algo, nbytes: float, nc: int, n: int) -
     chunk = protocol(hw, algo.proto).chunk_bytes
     if algo.proto == "ll128":
         ppn = hw.topology.gpus
-        nsteps = 1 + ((n // ppn).bit_length() - 1) + 0.1 * ppn
+        nsteps = 1 + tree_levels(hw, n) + 0.1 * ppn
         while nbytes // (nc * chunk) < nsteps * 64 / ppn and chunk > 131072:
             chunk //= 2
         while nbytes // (nc * chunk) < nsteps * 16 / ppn and chunk > 32768:
@@ -349,9 +352,8 @@ def tree_alphas(hw: Hardware, algo: Algo, ex: Executor, nbytes: float, n: int) -
     between nodes. A buffer below one chunk per channel crosses such a hop whole. NCCL's own model leaves
     this out and corrects trees at medium sizes by a table (src/graph/tuning.cc treeCorrectionFactor,
     0.4-0.9); here it follows from the chunks."""
-    k = hw.topology.gpus
-    levels = (n // k).bit_length() - 1
-    held = (k - 1) + levels - 1 if algo.proto == "simple" else levels
+    levels = tree_levels(hw, n)
+    held = (hw.topology.gpus - 1) + levels - 1 if algo.proto == "simple" else levels
     nc = ex.channels(hw)
     share = min(1.0, nc * tree_chunk_bytes(hw, algo, nbytes, nc, n) / nbytes)
     lat = tree_step_latency(hw, algo, n)
@@ -916,6 +918,32 @@ def nvls_extra_loops_s(hw: Hardware, n: int, nbytes: float) -> float:
     return loop * (nbytes / (ops * nvls_chunk_bytes(hw, n, nbytes)) - nbytes / (ops * NVLS_CHUNK))
 
 
+def _nvls_node_work(b: ScheduleBuilder, g: int, S: float, heads: int, sw: int) -> Work:
+    """One GPU's part of an NVLS all-reduce of ``S`` bytes over the ``heads`` GPUs of its node (GPU g owns
+    shard c = S / heads): HBM reads S (its copy of every shard) and writes S (every reduced shard); its
+    switch port carries S + c each way; the switch ``sw`` reduces heads x c. Its CUs' work is the
+    caller's (after what it adds)."""
+    c = S / heads
+    wire = _wire(b.hw, Algo("nvls"))
+    peer = g - g % heads + (g % heads + 1) % heads  # any GPU of the node: a port out and one in
+    return [
+        (b.hbm(g), S),
+        (b.hbm_w(g), S),
+        (b.path(g, peer)[0], (S + c) * wire),
+        (b.path(peer, g)[1], (S + c) * wire),
+        (sw, heads * c),
+    ]
+
+
+def _nvls_node_s(hw: Hardware, S: float, heads: int, nv: Executor, staged: float = 0.0) -> tuple:
+    """The closed form of :func:`_nvls_node_work` alone: (port, HBM with ``staged`` more bytes read and
+    written, switch, CUs) seconds."""
+    c = S / heads
+    port = (S + c) * _wire(hw, Algo("nvls")) / hw.link.bandwidth_Bps
+    sw = heads * S / hw.collective.nvls_reduce_Bps
+    return port, _hbm_s(hw, S + staged, S + staged), sw, _cu_s(hw, nv, 2 * c)
+
+
 def nvls_all_reduce(
     b: ScheduleBuilder, nbytes: float, *, start: StartFn = _no_deps, ex: Executor | None = None,
     prefix: str = "ar", cats: tuple[str, str] = ("rs", "ag"), prio: int = 0, launch: bool = True,
@@ -930,19 +958,10 @@ def nvls_all_reduce(
     c = S / n
     col = hw.collective
     nv = Executor("cu", ex.cus or col.nvls_channels or None, ex.name)
-    wire = _wire(hw, Algo("nvls"))
     # the switch is one resource of the node; the symmetric quotient gives GPU 0 its 1/N share
     sw = b._resource("nvls:switch", col.nvls_reduce_Bps * len(b.gpus) / n, "switch", 0)
     for g in b.gpus:
-        out_port, in_port = b.path(g, g + 1)[0], b.path(g + 1, g)[1]
-        work = [
-            (b.hbm(g), S),
-            (b.hbm_w(g), S),
-            (out_port, (S + c) * wire),
-            (in_port, (S + c) * wire),
-            (sw, n * c),
-        ]
-        work += nv.cu_work(b, g, 2 * c)
+        work = _nvls_node_work(b, g, S, n, sw) + nv.cu_work(b, g, 2 * c)
         b.add(
             g, f"{prefix}.nvls", kind="nvls", cat=cats[0], work=work,
             delay_s=base_latency(hw, Algo("nvls"), nv) + (hw.compute.kernel_launch_s if launch else 0.0)
@@ -963,10 +982,8 @@ def nvls_tree_parts(hw: Hardware, n: int, nbytes: float) -> tuple[float, float, 
     other) and ``2c`` between more (an inner node of one tree: two children's halves in, a half up, two
     halves down; a leaf of the other); NCCL's tuning doubles the inter-node bandwidth on 2 nodes
     alike. Returns (c, the NIC's bytes each way, the tree's levels log2i(nodes))."""
-    k = hw.topology.gpus
-    nodes = n // k
-    c = nbytes / k
-    return c, c if nodes <= 2 else 2 * c, nodes.bit_length() - 1
+    c = nbytes / hw.topology.gpus
+    return c, c if n // hw.topology.gpus <= 2 else 2 * c, tree_levels(hw, n)
 
 
 def nvls_tree_chunk_bytes(hw: Hardware, n: int, nbytes: float, nc: int) -> int:
@@ -996,14 +1013,9 @@ def nvls_tree_fill_s(hw: Hardware, n: int, nbytes: float, bulk_s: float, nc: int
 
 def nvls_tree_bulk_s(hw: Hardware, n: int, nbytes: float, ex: Executor, res: dict | None = None) -> float:
     """The NVLS-Tree op's time alone, its latency and fill aside: its slowest resource."""
-    S = nbytes
-    col = hw.collective
-    k = hw.topology.gpus
-    c, net, _ = nvls_tree_parts(hw, n, S)
-    nv = Executor("cu", ex.cus or col.nvls_channels or None)
-    port = (S + c) * _wire(hw, Algo("nvls")) / hw.link.bandwidth_Bps
-    sw = k * S / col.nvls_reduce_Bps
-    hb, cu = _hbm_s(hw, S + 2 * net, S + 2 * net), _cu_s(hw, nv, 2 * c)
+    _, net, _ = nvls_tree_parts(hw, n, nbytes)
+    nv = Executor("cu", ex.cus or hw.collective.nvls_channels or None)
+    port, hb, sw, cu = _nvls_node_s(hw, nbytes, hw.topology.gpus, nv, 2 * net)
     nic = net * net_wire(hw, Algo("ring", "simple")) / nic_Bps_per_gpu(hw)
     if res is not None:
         _add_parts(res, link=port, hbm=hb, switch=sw, cu=cu, nic=nic)
@@ -1034,28 +1046,24 @@ def nvls_tree_all_reduce(
     c, net, _ = nvls_tree_parts(hw, n, S)
     col = hw.collective
     nv = Executor("cu", ex.cus or col.nvls_channels or None, ex.name)
-    wire, nwire = _wire(hw, Algo("nvls")), net_wire(hw, Algo("ring", "simple"))
+    nwire = net_wire(hw, Algo("ring", "simple"))
+    delay = (
+        nvls_tree_latency(hw, n)
+        + (hw.compute.kernel_launch_s if launch else 0.0)
+        + nvls_tree_fill_s(hw, n, S, nvls_tree_bulk_s(hw, n, S, ex), nv.channels(hw))
+    )
     switches: dict[int, int] = {}
     for g in b.gpus:
         node = (g % n) // k
         if node not in switches:  # a node's switch: its materialised GPUs' share of it
             held = sum(1 for h in b.gpus if (h % n) // k == node)
             switches[node] = b._resource(f"nvls:switch:{node}", col.nvls_reduce_Bps * held / k, "switch", 0)
-        peer = g - g % k + (g % k + 1) % k
-        rail = (g + k) % n
-        work = [
-            (b.hbm(g), S + 2 * net),
-            (b.hbm_w(g), S + 2 * net),
-            (b.path(g, peer)[0], (S + c) * wire),
-            (b.path(peer, g)[1], (S + c) * wire),
-            (switches[node], k * c),
-        ]
-        work += [(r, net * nwire) for r in b.nic_path(g, rail)]
+        work = _nvls_node_work(b, g, S, k, switches[node])  # and its shard staged for the NICs, through them:
+        work += [(b.hbm(g), 2 * net), (b.hbm_w(g), 2 * net)]
+        work += [(r, net * nwire) for r in b.nic_path(g, (g + k) % n)]
         work += nv.cu_work(b, g, 2 * c)
         b.add(
-            g, f"{prefix}.nvls-tree", kind="nvls", cat=cats[0], work=work,
-            delay_s=nvls_tree_latency(hw, n) + (hw.compute.kernel_launch_s if launch else 0.0)
-            + nvls_tree_fill_s(hw, n, S, nvls_tree_bulk_s(hw, n, S, ex), nv.channels(hw)),
+            g, f"{prefix}.nvls-tree", kind="nvls", cat=cats[0], work=work, delay_s=delay,
             deps=list(start(g)), prio=prio, window=nv.window(hw),
             traffic={f"{cats[0]}_read": S + 2 * net, f"{cats[1]}_write": S + 2 * net, "link": S + c + net},
         )  # fmt: skip
@@ -1236,7 +1244,7 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
         )
         hops = len(steps)
         if algo.name == "tree":  # each direction crosses the chain of a node and the trees' levels
-            hops = 2 * ((hw.topology.gpus - 1) + (n // hw.topology.gpus).bit_length() - 1)
+            hops = 2 * ((hw.topology.gpus - 1) + tree_levels(hw, n))
         if algo.name == "tree" and terms is not None:
             _add_parts(res, pipeline_fill=sum(alphas) - len(steps) * alpha)
         if tail is not None:
@@ -1273,9 +1281,7 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
         S = nbytes
         col = hw.collective
         nv = kernel = Executor("cu", ex.cus or col.nvls_channels or None)
-        port = (S + c) * _wire(hw, algo) / hw.link.bandwidth_Bps
-        sw = n * S / col.nvls_reduce_Bps
-        hb, cu = _hbm_s(hw, S, S), _cu_s(hw, nv, 2 * c)
+        port, hb, sw, cu = _nvls_node_s(hw, S, n, nv)
         loops = nvls_extra_loops_s(hw, n, S)
         t = hw.compute.kernel_launch_s * launch + col.nvls_latency_s + loops + max(port, hb, sw, cu)
         base, hops, alpha = col.nvls_latency_s, 0, 0.0  # (whatever the executor: the switch's latency)

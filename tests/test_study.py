@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from t3.api import run
+from t3.api import overlap, run
 from t3.errors import ConfigError
 from t3.experiments.study import study
 from t3.validation import load_dataset
@@ -116,7 +116,14 @@ def test_across_nodes_what_is_modelled_runs_and_the_rest_says_why():
     )
     assert p["nvls_algo"] == "nvls-tree/simple"
     assert p["time_s"]["nvls"] == seq["breakdown_s"]["gemm"] + ar["time_s"]
-    for design in ("t3", "t3_mca", "ficco"):
+    for design, config in (("t3", "t3"), ("t3_mca", "t3-mca")):  # the reason: what t3 run itself refuses
         assert p["speedup"][design] is None
-        assert "spans the nodes of h100-2x8" in p["not_modelled"][design]
-    assert p["ficco"] is None
+        with pytest.raises(ConfigError) as err:
+            run(config=config, hw_overrides={"nmc.present": True}, **kw)
+        assert p["not_modelled"][design] == str(err.value)
+        assert "spans the nodes of 'h100-2x8'" in p["not_modelled"][design]
+    assert p["ficco"] is None and p["speedup"]["ficco"] is None
+    with pytest.raises(ConfigError) as err:
+        overlap("gemm-rs", p["gemm"]["m"], p["gemm"]["n"], p["gemm"]["k"], gpus=16, hardware="h100-2x8")
+    assert p["not_modelled"]["ficco"] == str(err.value)
+    assert "span nodes of 'h100-2x8'" in p["not_modelled"]["ficco"]

@@ -13,9 +13,10 @@ Per point (the same sublayer, tokens and TP on every design):
 - ``ficco``: the fastest FiCCO schedule of the sublayer's GEMM + reduce-scatter (sequence parallelism),
   against the same operation as one GEMM then one reduce-scatter (``bulk-g1-M-cu``).
 
-Across nodes (a TP wider than the preset's node) T3, T3-MCA and FiCCO are not modelled (their own
-stores, DMA and reductions are modelled over one node's fabric only): their times are None and
-``not_modelled`` says why; Sequential, NVLS-Tree and Ideal run (the T3 paper's multi-node point: only
+A design whose own check refuses the point (the configuration's ``requires``, FiCCO's ``check_fits``)
+has time None and ``not_modelled`` gives that refusal: across nodes (a TP wider than the preset's node)
+T3, T3-MCA and FiCCO, whose own stores, DMA and reductions are modelled over one node's fabric only;
+Sequential, NVLS-Tree and Ideal run there (the T3 paper's multi-node point: only
 the part of the communication a GEMM's length covers can be hidden).
 
 Speed-ups are ``T_sequential / T - 1`` (FiCCO's against its bulk baseline). The expected error beside
@@ -26,6 +27,7 @@ measurement, not a bound on the composite."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from t3.config.hardware import load_hardware, tp_refusal
@@ -50,10 +52,20 @@ def _errors(rows: list) -> dict[str, Any]:
     return out
 
 
+def _refusal(check: Callable[[], None]) -> str | None:
+    """What a design's own check before any work refuses on this point (its one-line message), or None."""
+    try:
+        check()
+    except ConfigError as err:
+        return str(err)
+    return None
+
+
 def point(hardware: str, model: str, tp: int, sublayer: str = "fc2", ficco: bool = True) -> dict[str, Any]:
     """One (preset, model, TP) point of the study (see the module docstring)."""
-    from t3.api import overlap, run
-    from t3.ops.collectives import nvls_available, nvls_tree_available, simulate_collective, spans_nodes
+    from t3.api import overlap, resolve, run
+    from t3.ficco.space import FiccoOperator, check_fits
+    from t3.ops.collectives import nvls_available, nvls_tree_available, simulate_collective
     from t3.workload import get_model, sublayer_operator
 
     hw = load_hardware(hardware)
@@ -81,27 +93,23 @@ def point(hardware: str, model: str, tp: int, sublayer: str = "fc2", ficco: bool
     out["time_s"]["ideal"] = run(
         model=model, tp=tp, sublayer=sublayer, config="ideal-gemm-rs-overlap", hardware=hw
     )["time_s"]
-    across = spans_nodes(hw, tp)
     out["not_modelled"] = {}
     nmc = {"nmc.present": True}
     for key, cfg in (("t3", "t3"), ("t3_mca", "t3-mca")):
-        if across:
+        op, hw_nmc, spec = resolve(model, tp, sublayer, cfg, hw, None, nmc)
+        if why := _refusal(lambda spec=spec, op=op, hw_nmc=hw_nmc: spec.requires(op, hw_nmc)):
             out["time_s"][key] = None
-            out["not_modelled"][key] = (
-                f"TP {tp} spans the nodes of {hw.name}: T3's stores, DMA and near-memory reductions are"
-                " modelled over one node's fabric only"
-            )
+            out["not_modelled"][key] = why
             continue
         out["time_s"][key] = run(
             model=model, tp=tp, sublayer=sublayer, config=cfg, hardware=hw, hw_overrides=nmc
         )["time_s"]
     out["speedup"] = {k: (t_seq / t - 1.0 if t else None) for k, t in out["time_s"].items()}
-    if ficco and across:
+    fop = FiccoOperator("gemm-rs", g["m"], g["n"], g["k"], tp, g["dtype"])
+    if ficco and (why := _refusal(lambda: check_fits(fop, hw))):
         out["ficco"] = None
         out["speedup"]["ficco"] = None
-        out["not_modelled"]["ficco"] = (
-            f"TP {tp} spans the nodes of {hw.name}: FiCCO's transfers are modelled within one node's fabric only"
-        )
+        out["not_modelled"]["ficco"] = why
     elif ficco:
         kw = dict(gpus=tp, hardware=hw, dtype=g["dtype"])
         best = overlap("gemm-rs", g["m"], g["n"], g["k"], schedule="best", **kw)

@@ -193,6 +193,16 @@ class T3Builder:
         self._inc: dict[tuple[int, int], list[tuple[int, int, list[Piece], list[int] | None]]] = lay["inc"]
         self._refs: dict[tuple[int, int, int, int], list[tuple[int, str]]] = lay["refs"]
         self.counts = {"gemm_write_local": 0.0, "gemm_write_remote": 0.0, "triggers": 0, "dma_commands": 0}
+        self._refs_of: dict[int, tuple[list[tuple[int, str]], list[tuple[int, str]]]] = {}
+        self._entries: dict[int, int] = {}  # tiles -> tracker entries
+
+    def _wave_refs(self, g: int) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+        """The refs of GPU ``g``'s wave ops, (loads ``gemm.L<w>``, bodies ``gemm.C<w>``) by wave."""
+        hit = self._refs_of.get(g)
+        if hit is None:
+            w = range(len(self.plan.waves))
+            hit = self._refs_of[g] = ([(g, f"gemm.L{i}") for i in w], [(g, f"gemm.C{i}") for i in w])
+        return hit
 
     def _first_stage_intensity(self) -> float:
         """HBM utilisation of the GEMM's first stage alone (its waves' bytes over their time alone):
@@ -330,21 +340,29 @@ class T3Builder:
         # waves of the same numbers are the same ops but for their keys and dependencies: the first serves
         # as the template of the others (not in functional mode: callbacks differ)
         made = b.templates if fn is None else {}
+        loads, bodies = self._wave_refs(g)
+        last = len(plan.waves) - 1  # (a wave's rounds depend only on whether it is the last)
+        tails = (gemm_tail(plan, plan.waves[0], hw), gemm_tail(plan, plan.waves[last], hw))
+        counts = self.counts
         for w in plan.waves:
-            load_deps = [] if w.index == 0 else [(g, f"gemm.C{w.index - 1}")] + stores_prev
-            lkey = ("t3-load", g, w.prologue_bytes, w.window_bytes, w.index == 0)
+            wi = w.index
+            load_deps = () if wi == 0 else (bodies[wi - 1], *stores_prev)
+            lkey = ("t3-load", g, w.prologue_bytes, w.window_bytes, wi == 0)
             if lkey in made:
-                lo = b.add_like(made[lkey], g, f"gemm.L{w.index}", load_deps)
+                lo = b.add_like(made[lkey], g, loads[wi][1], load_deps)
             else:
                 lo = made[lkey] = b.add(
-                    g, f"gemm.L{w.index}", kind="gemm-load", cat="gemm", work=[(hbm, w.prologue_bytes)],
-                    delay_s=hw.compute.kernel_launch_s if w.index == 0 else 0.0,
+                    g, loads[wi][1], kind="gemm-load", cat="gemm", work=[(hbm, w.prologue_bytes)],
+                    delay_s=hw.compute.kernel_launch_s if wi == 0 else 0.0,
                     deps=load_deps, traffic={"gemm_read": w.prologue_bytes}, window=w.window_bytes,
                 )  # fmt: skip
-            local = sum(v for pos, v in w.write_bytes.items() if pos not in remote_pos)
-            self.counts["gemm_write_local"] += local
+            if remote_pos:
+                local = sum(v for pos, v in w.write_bytes.items() if pos not in remote_pos)
+            else:  # (the same additions in the same order)
+                local = sum(w.write_bytes.values())
+            counts["gemm_write_local"] += local
             body_reads = w.read_bytes - w.prologue_bytes
-            rounds = gemm_tail(plan, w, hw)
+            rounds = tails[wi == last]
             ckey = (
                 "t3-compute",
                 g,
@@ -357,16 +375,16 @@ class T3Builder:
                 w.window_bytes,
             )
             if ckey in made:
-                o = b.add_like(made[ckey], g, f"gemm.C{w.index}", [(g, f"gemm.L{w.index}")])
+                o = b.add_like(made[ckey], g, bodies[wi][1], (loads[wi],))
             else:
                 acquire = (
                     [(b.semaphore(g, SEMAPHORE_KIND, tr.entries), opens[w.index])] if opens[w.index] else []
                 )
                 o = b.add(
-                    g, f"gemm.C{w.index}", kind="gemm-compute", cat="gemm",
+                    g, bodies[wi][1], kind="gemm-compute", cat="gemm",
                     work=[(cu, w.compute_s * w.cus_used), (hbm, body_reads), (hbm_w, local)],
                     caps=[(cu, float(w.cus_used))], rounds=rounds,
-                    deps=[(g, f"gemm.L{w.index}")],
+                    deps=(loads[wi],),
                     traffic={"gemm_read": body_reads, "gemm_write": local}, acquire=acquire,
                     window=w.window_bytes,
                 )  # fmt: skip
@@ -401,14 +419,19 @@ class T3Builder:
         # an update of the same size to the same GPU is the same op but for its key and dependencies: the
         # first one serves as the template of the others (not in functional mode: callbacks differ)
         made = b.templates if fn is None else {}
+        loads, bodies = self._wave_refs(g)
+        entries = self._entries
+        counts = self.counts
         for i, (w1, _, lo, hi) in enumerate(pieces):
             nb = (hi - lo) * self.tile_bytes
-            ent = tr.entries_for(hi - lo)
+            ent = entries.get(hi - lo)
+            if ent is None:
+                ent = entries[hi - lo] = tr.entries_for(hi - lo)
             key = f"rs.{p}.{i}"
             tkey = ("t3-update", kind, g, r, hi - lo)
             if kind == "remote":
-                self.counts["gemm_write_remote"] += nb
-                deps = [(g, f"gemm.L{w1}")]
+                counts["gemm_write_remote"] += nb
+                deps = (loads[w1],)
                 if tkey in made:
                     b.add_like(made[tkey], g, key, deps)
                     continue
@@ -423,9 +446,9 @@ class T3Builder:
                 else:
                     made[tkey] = o
             else:  # dma: triggered by the local tiles + the upstream updates of these tiles
-                self.counts["triggers"] += ent
-                self.counts["dma_commands"] += 1
-                deps = [(g, f"gemm.C{w1}")] + self.incoming(g, p, lo, hi)
+                counts["triggers"] += ent
+                counts["dma_commands"] += 1
+                deps = (bodies[w1], *self.incoming(g, p, lo, hi))
                 if tkey in made:
                     burst_op, dma_op = made[tkey]
                     if burst_op is not None:

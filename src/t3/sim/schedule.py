@@ -455,16 +455,26 @@ class ScheduleBuilder:
         """A new op ``(gpu, key)`` after ``deps`` with everything else of ``op`` (an op of this builder
         without callbacks): what :meth:`add` makes of the arguments that made ``op``, without redoing
         their checks and merging."""
-        ref = self._new_ref(gpu, key)
-        if op.id >= len(self._ops) or self._ops[op.id] is not op:
+        # (:meth:`_new_ref` and :meth:`_append` written out: this is the builders' most frequent call)
+        g = gpu % self.n
+        if self.symmetric and g:
+            raise ScheduleError("symmetric builder materialises GPU 0 only: loop over builder.gpus")
+        ref = (g, key)
+        index, ops = self._index, self._ops
+        if ref in index:
+            raise ScheduleError(f"duplicate op {ref}")
+        i = len(ops)
+        if op.id >= i or ops[op.id] is not op:
             raise ScheduleError(f"add_like {ref}: the model op is not an op of this builder")
         # the copy shares the model's lists and traffic (an op's fields are not modified once added)
         new = Op(
-            len(self._ops), ref[0], key, op.kind, op.cat, op.demands, op.caps, op.delay_s, [], op.traffic,
+            i, g, key, op.kind, op.cat, op.demands, op.caps, op.delay_s, [], op.traffic,
             op.prio, None, None, op.acquire, op.release, op.writes, op.window, op.id if op.like < 0 else op.like,
             op.rounds,  # (not its block dispatch: :meth:`kernel` declares each kernel's own)
         )  # fmt: skip
-        self._append(ref, new, deps)
+        index[ref] = i
+        ops.append(new)
+        self._deps.append(deps if type(deps) is tuple else tuple(deps))
         return new
 
     def add_copy(self, tkey: Hashable, gpu: int, key: Hashable, deps: Iterable[Ref] = ()) -> Op | None:
@@ -497,21 +507,26 @@ class ScheduleBuilder:
         return self.ref(gpu, key) in self._index
 
     def build(self) -> Schedule:
-        index = self._index
+        get = self._index.get
         sym, n = self.symmetric, self.n
         for op, deps in zip(self._ops, self._deps, strict=True):
             if not deps:
                 continue
             ids = []  # in order, duplicates dropped by the dict below (a list membership test was
-            for g, k in deps:  # quadratic: T3's rs.done depends on every tile group)
-                d = (0, k) if sym else (g % n, k)
-                i = index.get(d)
+            for dep in deps:  # quadratic: T3's rs.done depends on every tile group)
+                g, k = dep
+                # a reference already on a materialised GPU is its own key (no new tuple)
+                if type(dep) is tuple and type(g) is int and (g == 0 if sym else 0 <= g < n):
+                    i = get(dep)
+                else:
+                    i = get((0, k) if sym else (g % n, k))
                 if i is None:
+                    d = (0, k) if sym else (g % n, k)
                     raise ScheduleError(f"op {(op.gpu, op.key)} depends on unknown op {d}")
                 if i == op.id:
                     raise ScheduleError(
                         f"op {(op.gpu, op.key)} depends on itself (cyclic under GPU rotation)"
                     )
                 ids.append(i)
-            op.deps = list(dict.fromkeys(ids))
+            op.deps = ids if len(ids) == 1 else list(dict.fromkeys(ids))
         return Schedule(self.name, self._ops, self._res, self.n, self.gpus, dict(self.meta), list(self._sems))

@@ -768,11 +768,13 @@ def add_gemm(
     tkey = ("gemm", id(plan), cu, hbm, prio, launch) if stores is None else None
     made = templates.get(tkey) if tkey is not None else None
     if made is not None and made[0] is plan:
+        load_deps = tuple(deps)
         for w, (load, body) in zip(plan.waves, made[1], strict=True):
-            load_deps = list(deps) if w.index == 0 else [(gpu, f"{prefix}.C{w.index - 1}")]
-            b.add_like(load, gpu, f"{prefix}.L{w.index}", load_deps)
-            b.add_like(body, gpu, f"{prefix}.C{w.index}", [(gpu, f"{prefix}.L{w.index}")])
-            refs.append((gpu, f"{prefix}.C{w.index}"))
+            lref, cref = (gpu, f"{prefix}.L{w.index}"), (gpu, f"{prefix}.C{w.index}")
+            b.add_like(load, gpu, lref[1], load_deps)
+            b.add_like(body, gpu, cref[1], (lref,))
+            refs.append(cref)
+            load_deps = (cref,)
         return refs
     made_ops = []
     # waves of the same numbers make the same ops but for their keys and dependencies: the first of each

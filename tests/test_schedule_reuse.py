@@ -68,3 +68,19 @@ def test_engine_reruns_a_schedule_as_a_fresh_copy():
     for kw in ({}, {"seed": 3, "jitter": 0.2}):
         r1, r2 = Engine(**kw).run(sched), Engine(**kw).run(copy)
         assert (r1.start, r1.end, r1.events) == (r2.start, r2.end, r2.events)
+
+
+def test_summary_sums_are_the_ops_traffic_and_hbm_work():
+    """The summary's one pass over the ops gives the traffic per GPU of Schedule.traffic_per_gpu and
+    the HBM work summed op by op, on a symmetric and an all-GPU schedule."""
+    from t3.schedules.base import _sums
+
+    hw = load_hardware("paper-80cu")
+    op = sublayer_operator(get_model("t-nlg"), "fc2", 4)
+    for sym in (True, False):
+        sched = get_config("t3-mca").run(op, hw, RunOptions(symmetric=sym)).results[0].schedule
+        sched.__dict__.pop("_summary_sums", None)
+        traffic, work = _sums(sched)
+        assert traffic == sched.traffic_per_gpu()
+        hbm = [a for o in sched.ops for r, a in o.demands if sched.resources[r].kind == "hbm"]
+        assert work == sum(hbm) / len(sched.gpus) and work > 0

@@ -152,24 +152,25 @@ def summarize(result: Result) -> Outcome:
     sched: Schedule = result.schedule
     ops, start, end = sched.ops, result.start, result.end
     last: dict[int, float] = {}  # per GPU: the end of its last op
+    by_gpu: dict[int, dict[str, list[float]]] = {}  # per GPU: category -> [first start, last end]
     for o in ops:
-        e = end[o.id]
-        if e > last.get(o.gpu, -math.inf):
-            last[o.gpu] = e
-    crit = max(sched.gpus, key=lambda g: last.get(g, 0.0))
-    spans: dict[str, list[float]] = {}  # category -> [first start, last end] on the critical GPU
-    for o in ops:
-        if o.gpu == crit:
-            sp = spans.get(o.cat)
-            i = o.id
-            if sp is None:
-                spans[o.cat] = [start[i], end[i]]
-            else:
-                if start[i] < sp[0]:
-                    sp[0] = start[i]
-                if end[i] > sp[1]:
-                    sp[1] = end[i]
-    busy = {c: hi - lo for c, (lo, hi) in spans.items()}
+        i, g = o.id, o.gpu
+        e = end[i]
+        if e > last.get(g, -math.inf):
+            last[g] = e
+        spans = by_gpu.get(g)
+        if spans is None:
+            spans = by_gpu[g] = {}
+        sp = spans.get(o.cat)
+        if sp is None:
+            spans[o.cat] = [start[i], e]
+        else:
+            if start[i] < sp[0]:
+                sp[0] = start[i]
+            if e > sp[1]:
+                sp[1] = e
+    crit = max(sched.gpus, key=lambda g: last.get(g, 0.0))  # (the critical GPU's spans)
+    busy = {c: hi - lo for c, (lo, hi) in by_gpu.get(crit, {}).items()}
     t = result.makespan
     gemm = busy.get("gemm", 0.0)
     traffic, work = _sums(sched)
@@ -194,18 +195,21 @@ def _sums(sched: Schedule) -> tuple[dict[str, float], float]:
     with it (a schedule is not modified once run; the engine keeps its own derived data likewise)."""
     hit = sched.__dict__.get("_summary_sums")
     if hit is None:
-        hit = sched.__dict__["_summary_sums"] = (sched.traffic_per_gpu(), hbm_work(sched))
+        # one pass over the ops for both, each sum in op order: the traffic as
+        # :meth:`Schedule.traffic_per_gpu` adds it, and the HBM work (bytes of channel time on the HBM
+        # resources) per materialised GPU
+        tot: dict[str, float] = {}
+        work = 0.0
+        hbm = [r.kind == "hbm" for r in sched.resources]
+        for op in sched.ops:
+            for k, v in op.traffic.items():
+                tot[k] = tot.get(k, 0.0) + v
+            for r, a in op.demands:
+                if hbm[r]:
+                    work += a
+        g = len(sched.gpus)
+        hit = sched.__dict__["_summary_sums"] = ({k: v / g for k, v in tot.items()}, work / g)
     return hit
-
-
-def hbm_work(sched: Schedule) -> float:
-    """HBM work (bytes of channel time) per materialised GPU of a schedule."""
-    tot = 0.0
-    for op in sched.ops:
-        for r, a in op.demands:
-            if sched.resources[r].kind == "hbm":
-                tot += a
-    return tot / len(sched.gpus)
 
 
 def simulate_schedule(sched: Schedule, opts: RunOptions) -> Outcome:

@@ -71,16 +71,19 @@ def test_engine_reruns_a_schedule_as_a_fresh_copy():
 
 
 def test_summary_sums_are_the_ops_traffic_and_hbm_work():
-    """The summary's one pass over the ops gives the traffic per GPU of Schedule.traffic_per_gpu and
-    the HBM work summed op by op, on a symmetric and an all-GPU schedule."""
-    from t3.schedules.base import _sums
-
+    """Schedule.sums_per_gpu's one pass over the ops gives each traffic category and the HBM work
+    summed op by op, per materialised GPU, on a symmetric and an all-GPU schedule."""
     hw = load_hardware("paper-80cu")
     op = sublayer_operator(get_model("t-nlg"), "fc2", 4)
     for sym in (True, False):
         sched = get_config("t3-mca").run(op, hw, RunOptions(symmetric=sym)).results[0].schedule
         sched.__dict__.pop("_summary_sums", None)
-        traffic, work = _sums(sched)
-        assert traffic == sched.traffic_per_gpu()
+        traffic, work = sched.sums_per_gpu()
+        cats = {k for o in sched.ops for k in o.traffic}
+        g = len(sched.gpus)
+        assert traffic == {
+            k: sum(o.traffic.get(k, 0.0) for o in sched.ops if k in o.traffic) / g for k in cats
+        }
         hbm = [a for o in sched.ops for r, a in o.demands if sched.resources[r].kind == "hbm"]
-        assert work == sum(hbm) / len(sched.gpus) and work > 0
+        assert work == sum(hbm) / g and work > 0
+        assert sched.traffic_per_gpu() == traffic and sched.traffic_per_gpu() is not traffic

@@ -173,7 +173,7 @@ def summarize(result: Result) -> Outcome:
     busy = {c: hi - lo for c, (lo, hi) in by_gpu.get(crit, {}).items()}
     t = result.makespan
     gemm = busy.get("gemm", 0.0)
-    traffic, work = _sums(sched)
+    traffic, work = sched.sums_per_gpu()
     return Outcome(
         time_s=t,
         breakdown_s={
@@ -188,28 +188,6 @@ def summarize(result: Result) -> Outcome:
         hbm_work_bytes=work,
         extra={"collectives": dict(sched.meta["algos"])} if sched.meta.get("algos") else {},
     )
-
-
-def _sums(sched: Schedule) -> tuple[dict[str, float], float]:
-    """Traffic per GPU and HBM work per GPU of a schedule, computed on its first summary and kept
-    with it (a schedule is not modified once run; the engine keeps its own derived data likewise)."""
-    hit = sched.__dict__.get("_summary_sums")
-    if hit is None:
-        # one pass over the ops for both, each sum in op order: the traffic as
-        # :meth:`Schedule.traffic_per_gpu` adds it, and the HBM work (bytes of channel time on the HBM
-        # resources) per materialised GPU
-        tot: dict[str, float] = {}
-        work = 0.0
-        hbm = [r.kind == "hbm" for r in sched.resources]
-        for op in sched.ops:
-            for k, v in op.traffic.items():
-                tot[k] = tot.get(k, 0.0) + v
-            for r, a in op.demands:
-                if hbm[r]:
-                    work += a
-        g = len(sched.gpus)
-        hit = sched.__dict__["_summary_sums"] = ({k: v / g for k, v in tot.items()}, work / g)
-    return hit
 
 
 def simulate_schedule(sched: Schedule, opts: RunOptions) -> Outcome:

@@ -356,10 +356,7 @@ class T3Builder:
                     delay_s=hw.compute.kernel_launch_s if wi == 0 else 0.0,
                     deps=load_deps, traffic={"gemm_read": w.prologue_bytes}, window=w.window_bytes,
                 )  # fmt: skip
-            if remote_pos:
-                local = sum(v for pos, v in w.write_bytes.items() if pos not in remote_pos)
-            else:  # (the same additions in the same order)
-                local = sum(w.write_bytes.values())
+            local = sum(v for pos, v in w.write_bytes.items() if pos not in remote_pos)
             counts["gemm_write_local"] += local
             body_reads = w.read_bytes - w.prologue_bytes
             rounds = tails[wi == last]

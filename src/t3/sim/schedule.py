@@ -149,12 +149,27 @@ class Schedule:
         state.pop("_holds", None)
         return state
 
+    def sums_per_gpu(self) -> tuple[dict[str, float], float]:
+        """(bytes by traffic category, HBM work: bytes of channel time on the HBM resources) per
+        materialised GPU, in one pass over the ops (each sum in op order); computed once and kept with
+        the schedule (it is not modified once run)."""
+        hit = self.__dict__.get("_summary_sums")
+        if hit is None:
+            tot: dict[str, float] = {}
+            work = 0.0
+            hbm = [r.kind == "hbm" for r in self.resources]
+            for op in self.ops:
+                for k, v in op.traffic.items():
+                    tot[k] = tot.get(k, 0.0) + v
+                for r, a in op.demands:
+                    if hbm[r]:
+                        work += a
+            g = len(self.gpus)
+            hit = self.__dict__["_summary_sums"] = ({k: v / g for k, v in tot.items()}, work / g)
+        return hit
+
     def traffic_per_gpu(self) -> dict[str, float]:
-        tot: dict[str, float] = {}
-        for op in self.ops:
-            for k, v in op.traffic.items():
-                tot[k] = tot.get(k, 0.0) + v
-        return {k: v / len(self.gpus) for k, v in tot.items()}
+        return dict(self.sums_per_gpu()[0])
 
 
 Ref = tuple[int, Hashable]
@@ -455,26 +470,16 @@ class ScheduleBuilder:
         """A new op ``(gpu, key)`` after ``deps`` with everything else of ``op`` (an op of this builder
         without callbacks): what :meth:`add` makes of the arguments that made ``op``, without redoing
         their checks and merging."""
-        # (:meth:`_new_ref` and :meth:`_append` written out: this is the builders' most frequent call)
-        g = gpu % self.n
-        if self.symmetric and g:
-            raise ScheduleError("symmetric builder materialises GPU 0 only: loop over builder.gpus")
-        ref = (g, key)
-        index, ops = self._index, self._ops
-        if ref in index:
-            raise ScheduleError(f"duplicate op {ref}")
-        i = len(ops)
-        if op.id >= i or ops[op.id] is not op:
+        ref = self._new_ref(gpu, key)
+        if op.id >= len(self._ops) or self._ops[op.id] is not op:
             raise ScheduleError(f"add_like {ref}: the model op is not an op of this builder")
         # the copy shares the model's lists and traffic (an op's fields are not modified once added)
         new = Op(
-            i, g, key, op.kind, op.cat, op.demands, op.caps, op.delay_s, [], op.traffic,
+            len(self._ops), ref[0], key, op.kind, op.cat, op.demands, op.caps, op.delay_s, [], op.traffic,
             op.prio, None, None, op.acquire, op.release, op.writes, op.window, op.id if op.like < 0 else op.like,
             op.rounds,  # (not its block dispatch: :meth:`kernel` declares each kernel's own)
         )  # fmt: skip
-        index[ref] = i
-        ops.append(new)
-        self._deps.append(deps if type(deps) is tuple else tuple(deps))
+        self._append(ref, new, deps)
         return new
 
     def add_copy(self, tkey: Hashable, gpu: int, key: Hashable, deps: Iterable[Ref] = ()) -> Op | None:
@@ -513,15 +518,10 @@ class ScheduleBuilder:
             if not deps:
                 continue
             ids = []  # in order, duplicates dropped by the dict below (a list membership test was
-            for dep in deps:  # quadratic: T3's rs.done depends on every tile group)
-                g, k = dep
-                # a reference already on a materialised GPU is its own key (no new tuple)
-                if type(dep) is tuple and type(g) is int and (g == 0 if sym else 0 <= g < n):
-                    i = get(dep)
-                else:
-                    i = get((0, k) if sym else (g % n, k))
+            for g, k in deps:  # quadratic: T3's rs.done depends on every tile group)
+                d = (0, k) if sym else (g % n, k)
+                i = get(d)
                 if i is None:
-                    d = (0, k) if sym else (g % n, k)
                     raise ScheduleError(f"op {(op.gpu, op.key)} depends on unknown op {d}")
                 if i == op.id:
                     raise ScheduleError(

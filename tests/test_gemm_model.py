@@ -273,3 +273,112 @@ def test_tf32_runs_at_the_datasheet_rate_with_four_byte_operands():
 def test_tf32_is_refused_where_the_gpu_has_no_tf32_rate():
     with pytest.raises(ConfigError, match="mi355x-8' has no matrix rate for tf32"):
         api.gemm(4096, 4096, 4096, "tf32", hardware="mi355x-8")
+
+
+# ---- an output narrower than one tile: edge tiles load and store only their in-bounds part ---------------
+def test_a_tile_of_a_narrow_output_loads_only_its_in_bounds_operands():
+    """Written out by hand on h100-8 with 2-CTA multicast (clusters sharing the larger block): a 128 x 64
+    tile of a 16-row output takes 16 / 2 + 64 elements per K from the L2 (its A block's 16 rows, multicast
+    to the cluster's two CTAs, and its B block's 64 columns), not 128 / 2 + 64; a 64 x 128 tile, whose 2x1
+    cluster would share the B block with the tile below, has no tile below on one tile row: 128 + 16,
+    unshared. An output at least as wide as the tile keeps the whole tile's count; without multicast
+    (the preset as shipped) the in-bounds rows and columns alone."""
+    from t3.ops.gemm import tile_extent, tile_flops_per_s, tile_l2_elems
+
+    assert tile_l2_elems(load_hardware("h100-8"), 128, 64, (16, 4096)) == 16 + 64
+    hw = load_hardware("h100-8", {"compute.multicast": 2})
+    c = hw.compute
+    assert tile_extent(16, 4096, (128, 64)) == (16, 64)
+    assert tile_extent(4096, 40, (128, 64)) == (128, 40)
+    assert tile_extent(4096, 4096, (128, 64)) == (128, 64)
+    assert tile_l2_elems(hw, 128, 64, (16, 4096)) == 16 / 2 + 64
+    assert tile_l2_elems(hw, 64, 128, (16, 4096)) == 128 + 16
+    assert tile_l2_elems(hw, 64, 128, (4096, 4096)) == tile_l2_elems(hw, 64, 128) == 128 / 2 + 64
+    # one column of tiles: the 1x2 cluster's partner has no tile, nothing shared
+    assert tile_l2_elems(hw, 256, 128, (4096, 40)) == 256 + 40
+    assert tile_l2_elems(hw, 256, 128, (4096, 128)) == 256 + 128
+    assert tile_l2_elems(hw, 256, 128, (4096, 129)) == 256 / 2 + 128
+    # the tile's rate: its whole tile's FLOPs (the matrix instructions run on the padded tile) over the
+    # bytes it loads, capped by the matrix peak
+    fed = c.l2_Bps / c.cus * 2.0 * 128 * 64 / ((16 / 2 + 64) * 2)
+    want = min(fed, tile_peak_flops_per_s(hw, "bf16"))
+    assert tile_flops_per_s(hw, 128, 64, "bf16", (16, 4096)) == pytest.approx(want, rel=1e-12)
+
+
+def test_a_decode_gemm_reads_its_operands_once_and_is_bound_by_the_hbm():
+    """M = 16 (a decode step's tokens), N = K = 4096 on h100-8: fewer tiles than SMs, one wave; its DRAM
+    reads are the operands' true bytes, (M K + K N) x 2 (not M padded to the tile's rows), and it takes at
+    least those bytes at the HBM's effective rate plus the launch. No faster with more rows of the same
+    tile count: M = 64 costs at least as much."""
+    hw = load_hardware("h100-8")
+    m, n, k = 16, 4096, 4096
+    plan = plan_gemm(GemmShape(m, n, k, "bf16"), hw)
+    assert len(plan.waves) == 1
+    assert plan.read_bytes == pytest.approx((m * k + k * n) * 2, rel=1e-12)
+    t = plan.alone_s(hw)
+    assert t >= hw.compute.kernel_launch_s + plan.read_bytes / hw.hbm.effective_Bps
+    assert t <= plan_gemm(GemmShape(64, n, k, "bf16"), hw).alone_s(hw)
+    r = api.gemm(m, n, k, hardware=hw)
+    tm, tn = (int(x) for x in r["tile"].split("x"))
+    assert r["tile_flops_per_s"] == tile_flops_per_s(hw, tm, tn, "bf16", (m, n))
+
+
+# ---- split-K: few tiles of long K -----------------------------------------------------------------------
+def test_a_split_k_plan_is_its_closed_form():
+    """128 x 1024 x 8192 on h100-8 (8 tiles of 128 x 128 on 132 SMs) written out by hand for each split s:
+    one wave of 8 s thread blocks, each a 1/s slice of the tile's K loop plus its FP32 partial's store at the
+    CU's L2 share, then the 8 s partials read back and the output written over the wave's CUs at their
+    share; the operands read from DRAM once; two kernel launches (the GEMM's and the reduction's)."""
+    from t3.ops.gemm import _plan, tile_flops_per_s
+
+    hw = load_hardware("h100-8")
+    c = hw.compute
+    shape = GemmShape(128, 1024, 8192, "bf16")
+    share = c.l2_Bps / c.cus
+    for s in (2, 4, 16):
+        p = _plan(shape, hw, c.cus, 1, (0,), frozenset(), (128, 128), split=s)
+        (w,) = p.waves
+        t_main = 2 * 128 * 128 * 8192 / tile_flops_per_s(hw, 128, 128, "bf16", (128, 1024))
+        used = min(8 * s, c.cus)
+        want = t_main / s + 128 * 128 * 4 / share + 8 * (s * 128 * 128 * 4 + 128 * 128 * 2) / (used * share)
+        assert w.compute_s == pytest.approx(want, rel=1e-12)
+        assert w.cus_used == used and w.n_tiles == 8 and p.blocks == 8 * s
+        assert w.read_bytes == pytest.approx((128 * 8192 + 8192 * 1024) * 2, rel=1e-12)
+        assert w.prologue_bytes == pytest.approx(w.read_bytes * c.k_stages * c.k_step * s / 8192, rel=1e-12)
+        assert p.launch_s(hw) == 2 * c.kernel_launch_s
+        assert p.alone_s(hw) == pytest.approx(2 * c.kernel_launch_s + sum(p.wave_alone_s(w, hw)), rel=1e-12)
+
+
+def test_the_split_is_the_fastest_candidate_and_only_where_tiles_leave_cus_idle():
+    """The planner's split is the least-time one among the allowed splits of the tile it picks whole (a
+    brute-force scan of ``_plan``: the menu's tiles whole, then 2 to ``compute.split_k`` slices of the best
+    while its tiles leave half the CUs idle and the slices fit one wave); a GEMM of more tiles, a chunked
+    (staggered) one, or a preset whose library does not split (``compute.split_k = 1``) is never split."""
+    from t3.ops.gemm import _plan, tile_menu
+
+    for hwn, shape in (
+        ("h100-8", GemmShape(64, 1024, 16384, "bf16")),
+        ("mi300x-8", GemmShape(32, 4096, 4096, "bf16")),
+    ):
+        hw = load_hardware(hwn)
+        c = hw.compute
+        got = plan_gemm(shape, hw)
+        best = None
+        for t in tile_menu(hw):
+            a = _plan(shape, hw, c.cus, 1, (0,), frozenset(), t).alone_s(hw)
+            if best is None or a < best[0] * (1 - 1e-12):
+                best = (a, t, 1)
+        tiles = -(-shape.m // best[1][0]) * -(-shape.n // best[1][1])
+        assert 2 * tiles <= c.cus
+        for s in range(2, min(c.split_k, c.cus // tiles, shape.k // (c.k_stages * c.k_step)) + 1):
+            a = _plan(shape, hw, c.cus, 1, (0,), frozenset(), best[1], split=s).alone_s(hw)
+            if a < best[0] * (1 - 1e-12):
+                best = (a, best[1], s)
+        assert (got.alone_s(hw), (got.tile_m, got.tile_n), got.split_k) == best
+        assert got.split_k > 1
+        assert api.gemm(shape.m, shape.n, shape.k, hardware=hw)["split_k"] == got.split_k
+        assert plan_gemm(shape, load_hardware(hwn, {"compute.split_k": 1})).split_k == 1
+        assert plan_gemm(GemmShape(shape.m * 8, shape.n, shape.k, "bf16"), hw, chunks=8).split_k == 1
+    # 128 tiles on 132 SMs run one CTA per tile, as cuBLAS's grid for this shape shows (kernel-facts.json)
+    assert plan_gemm(GemmShape(128, 8192, 8192, "bf16"), load_hardware("h100-8")).split_k == 1
+    assert plan_gemm(GemmShape(8192, 8192, 8192, "bf16"), load_hardware("h100-8")).split_k == 1

@@ -28,7 +28,9 @@ def _oracle_reads(shape, hw, chunks, order, bypass, tile) -> list[tuple[int, flo
     tiles_c = tm * tn
     wave = hw.compute.cus * c.wg_per_cu
     eb = shape.elem_bytes
-    a_block, b_block = bm * shape.k * eb, bn * shape.k * eb
+    # an output narrower than a tile loads only its in-bounds rows / columns (t3.ops.gemm.tile_extent);
+    # wider ones charge every block a whole tile's
+    a_block, b_block = min(bm, rows) * shape.k * eb, min(bn, shape.n) * shape.k * eb
     out_tile = rows * shape.n * shape.out_elem_bytes / tiles_c
     total = tiles_c * chunks
     waves = []
@@ -119,15 +121,15 @@ def test_the_tile_choice_is_the_full_scans(monkeypatch):
     gemm._PLANS.clear()
     monkeypatch.setattr(gemm, "_compute_bound_s", lambda *a: 0.0)  # never skip
     plan = gemm._plan
-    monkeypatch.setattr(gemm, "_plan", lambda *a, limit=None: plan(*a))  # never drop
+    monkeypatch.setattr(gemm, "_plan", lambda *a, limit=None, split=1: plan(*a, split=split))  # never drop
     full = [gemm.plan_gemm(s, hw, chunks=ch) for s, hw, ch, *_ in cases]
     gemm._PLANS.clear()
     assert got == full
     # and the bound is a bound: never above the planned alone time
     for s, hw, ch, _, _, tile in cases:
-        for sk in gemm._decompositions(s, hw, hw.compute.cus, ch, frozenset(), tile):
-            p = gemm._plan(s, hw, hw.compute.cus, ch, tuple(range(ch)), frozenset(), tile, sk)
-            assert gemm._compute_bound_s(s, hw, hw.compute.cus, ch, tile, sk) <= p.alone_s(hw) * (1 + 1e-12)
+        for dec in gemm._decompositions(s, hw, hw.compute.cus, ch, frozenset(), tile):
+            p = gemm._plan(s, hw, hw.compute.cus, ch, tuple(range(ch)), frozenset(), tile, dec[0], split=dec[1])
+            assert gemm._compute_bound_s(s, hw, hw.compute.cus, ch, tile, dec) <= p.alone_s(hw) * (1 + 1e-12)
 
 
 def test_a_plan_is_dropped_only_when_it_cannot_beat_the_limit():

@@ -90,6 +90,13 @@ class Compute(_Strict):
         description="the GEMM library runs a plain GEMM's partial last wave stream-K (its tiles' K loops"
         " spread over every CU, with an FP32 fixup per split tile) where that is faster than whole tiles",
     )
+    split_k: int = Field(
+        default=1,
+        gt=0,
+        description="the most K slices the GEMM library splits a plain GEMM's tiles into where they do not"
+        " fill one wave (each slice a thread block, the FP32 partials summed after): the planner takes the"
+        " split (1 to this) of least time; 1 = never split",
+    )
     raster: Literal["row", "column"] = Field(
         default="row", description="order of a GEMM's tiles inside a chunk: row-major or column-major"
     )
@@ -580,6 +587,7 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "compute.k_stages": (1, 64, "GEMM mainloops keep 2-8 stages in flight"),
     "compute.multicast": (1, 16, "Hopper clusters hold at most 16 CTAs (8 portable)"),
     "compute.cluster_ctas": (1, 16, "Hopper clusters hold at most 16 CTAs (8 portable)"),
+    "compute.split_k": (1, 64, "GEMM libraries split K into at most a few dozen slices"),
     "compute.cu_copy_Bps": (1e3, _FREE, _BPS),
     "compute.kernel_launch_s": (0, 1, _S),
     "compute.stream_wait_s": (0, 1, _S),

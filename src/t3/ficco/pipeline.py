@@ -104,7 +104,8 @@ def _job(shape: GemmShape, acc: bool, hw: Hardware, cus: int, bw: float) -> _Job
     if hit is not None and hit[0] is hw:
         return hit[1]
     waves = []
-    for w in gemm_plan(shape, hw, cus=cus).waves:
+    plan = gemm_plan(shape, hw, cus=cus)
+    for w in plan.waves:
         wb = sum(w.write_bytes.values())
         cu = w.compute_s * w.cus_used
         body = w.read_bytes - w.prologue_bytes + wb
@@ -116,7 +117,7 @@ def _job(shape: GemmShape, acc: bool, hw: Hardware, cus: int, bw: float) -> _Job
             )
         )
     ob = shape.out_bytes
-    job = _Job(_spec(bw, {"hbm": ob}) if acc else None, hw.compute.kernel_launch_s, tuple(waves))
+    job = _Job(_spec(bw, {"hbm": ob}) if acc else None, plan.launch_s(hw), tuple(waves))
     _memo(_JOBS)[key] = (hw, job)
     return job
 

@@ -78,8 +78,8 @@ def gemm_estimate(shape: GemmShape, hw: Hardware, cus: int, streams_of: int = 0)
     computes)."""
     plan = gemm_plan(shape, hw, cus=cus)
     if not streams_of:
-        return plan.compute_s + hw.compute.kernel_launch_s
-    return (streams_of * plan.tiles / cus + 1.0) * plan.t_tile + hw.compute.kernel_launch_s
+        return plan.compute_s + plan.launch_s(hw)
+    return (streams_of * plan.tiles / cus + 1.0) * plan.t_tile + plan.launch_s(hw)
 
 
 def _gemms(fop: FiccoOperator, rows: int, split: str, parts: int) -> list[GemmShape]:

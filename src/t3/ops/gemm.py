@@ -19,12 +19,18 @@ the L2 bandwidth (:func:`tile_epilogue_s`): the fixed per-tile cost that makes s
 **Decomposition.** Data-parallel: every tile runs its whole K loop. Where the library has stream-K
 (``compute.stream_k``), a plain GEMM of more than one wave whose last wave is partial may instead
 spread that wave's K loops over every CU, each split tile paying an FP32 fixup
-(:func:`stream_k_fixup_s`); the plan takes whichever is faster (:attr:`GemmPlan.stream_k`).
+(:func:`stream_k_fixup_s`); the plan takes whichever is faster (:attr:`GemmPlan.stream_k`). Where the
+library splits K (``compute.split_k``), a plain GEMM whose chosen tiles leave more than half the CUs
+idle may run each tile as 2 to ``split_k`` thread blocks of K slices in one wave, their FP32 partials
+summed by a reduction kernel (:func:`_splits`, :func:`split_k_s`; :attr:`GemmPlan.split_k`).
 
 **Waves.** The output (M x N) is cut into ``chunks`` equal row blocks (the stages of a staggered
 GEMM; 1 for a plain GEMM), each tiled into macro-tiles (partial tiles at the edges cost a full
-tile: tile quantization), dispatched in production order (chunk by chunk in ``order``; inside a chunk
-row-major or column-major, ``compute.raster``) in waves of ``cus x wg_per_cu`` workgroups. A wave's
+tile: tile quantization; where the output is narrower than one tile, as a decode step's few rows are,
+every tile's matrix instructions still run on the whole tile but its loads and stores move only the
+in-bounds rows and columns, :func:`tile_extent`), dispatched in production order (chunk by chunk in
+``order``; inside a chunk row-major or column-major, ``compute.raster``) in waves of ``cus x wg_per_cu``
+workgroups. A wave's
 CU time is ``ceil(tiles / cus) x t_tile``.
 
 **L2 reuse (DRAM reads).** A wave reads each distinct operand block it needs once (its tiles run
@@ -97,10 +103,22 @@ class GemmPlan:
     raster: str = "row"
     bypass: frozenset[int] = frozenset()  # chunk positions whose stores bypass the L2
     stream_k: bool = False  # the last, partial wave's K loops are spread over every CU (stream-K)
+    split_k: int = 1  # K slices per tile (split-K: a thread block per slice, their FP32 partials summed)
 
     @property
     def tiles(self) -> int:
         return self.chunks * self.tiles_m_chunk * self.tiles_n
+
+    @property
+    def blocks(self) -> int:
+        """Thread blocks the kernel runs: a tile's per K slice."""
+        return self.tiles * self.split_k
+
+    def launch_s(self, hw: Hardware) -> float:
+        """The launches of the plan's kernels: the GEMM's, and a split-K plan's reduction kernel's (it
+        follows on the stream: charged with the GEMM's, at the first wave, so that the time alone is the
+        two kernels')."""
+        return hw.compute.kernel_launch_s * (2 if self.split_k > 1 else 1)
 
     @property
     def chunk_rows(self) -> int:
@@ -113,6 +131,11 @@ class GemmPlan:
     @property
     def read_bytes(self) -> float:
         return sum(w.read_bytes for w in self.waves)
+
+    @property
+    def valid(self) -> tuple[int, int]:
+        """In-bounds rows and columns of every tile (:func:`tile_extent`)."""
+        return tile_extent(self.chunk_rows, self.shape.n, (self.tile_m, self.tile_n))
 
     @property
     def kernel(self) -> str:
@@ -156,15 +179,17 @@ class GemmPlan:
         seconds of launch, exposed prologues and bodies (the
         CU time alone is ``compute_s``; a body longer than it waits on memory)."""
         c = hw.compute
-        rate = tile_flops_per_s(hw, self.tile_m, self.tile_n, self.shape.dtype)
+        rate = tile_flops_per_s(
+            hw, self.tile_m, self.tile_n, self.shape.dtype, (self.chunk_rows, self.shape.n)
+        )
         clock = c.gemm_clock(self.shape.dtype)
         peak = tile_peak_flops_per_s(hw, self.shape.dtype)
         parts = [self.wave_alone_s(w, hw) for w in self.waves]
         return {
             "tile": self.kernel, "tiles": self.tiles, "waves": len(self.waves), "wave_size": self.wave_size,
-            "split_k": 1, "stream_k": self.stream_k, "clock_hz": clock, "tile_flops_per_s": rate,
-            "epilogue_s": tile_epilogue_s(hw, self.tile_m, self.tile_n, self.shape.out_elem_bytes),
-            "tile_bound": "matrix" if rate >= peak else "l2", "launch_s": c.kernel_launch_s,
+            "split_k": self.split_k, "stream_k": self.stream_k, "clock_hz": clock, "tile_flops_per_s": rate,
+            "epilogue_s": tile_epilogue_s(hw, *self.valid, self.shape.out_elem_bytes),
+            "tile_bound": "matrix" if rate >= peak else "l2", "launch_s": self.launch_s(hw),
             "prologue_s": sum(p for p, _ in parts), "body_s": sum(b for _, b in parts),
             "compute_s": self.compute_s,
             "memory_bound_waves": sum(b > w.compute_s for (_, b), w in zip(parts, self.waves, strict=True)),
@@ -172,7 +197,7 @@ class GemmPlan:
 
     def alone_s(self, hw: Hardware, launch: bool = True) -> float:
         """Contention-free time (s) of the whole GEMM alone: launch + every wave's prologue and body."""
-        t = hw.compute.kernel_launch_s if launch else 0.0
+        t = self.launch_s(hw) if launch else 0.0
         timing, cap = hbm_timing(hw), hw.hbm.effective_Bps
         seen: dict[tuple, float] = {}  # the waves of a plan repeat the same few situations
         for w in self.waves:
@@ -251,24 +276,45 @@ def l2_hit(d_bytes: float, hw: Hardware) -> float:
 _L2_HITS: dict[tuple, float] = {}  # (reuse distance, L2 geometry) -> l2_hit: waves repeat distances
 
 
-def tile_flops_per_s(hw: Hardware, tm: int, tn: int, dtype: str) -> float:
+def tile_flops_per_s(hw: Hardware, tm: int, tn: int, dtype: str, out: tuple[int, int] | None = None) -> float:
     """FLOP/s one CU sustains on a ``tm x tn`` tile: the inner loop at ``gemm_efficiency`` of the matrix
-    peak at the GEMM clock, or the CU's share of the L2 bandwidth times the tile's operand intensity."""
+    peak at the GEMM clock, or the CU's share of the L2 bandwidth times the tile's operand intensity
+    (its FLOPs over the bytes it loads, :func:`tile_l2_elems` of the output ``out`` where known)."""
     c = hw.compute
     peak = tile_peak_flops_per_s(hw, dtype)
     if c.l2_Bps is None:
         return peak
-    intensity = 2.0 * tm * tn / (tile_l2_elems(hw, tm, tn) * DTYPE_BYTES[dtype])  # FLOP per L2 byte
+    intensity = 2.0 * tm * tn / (tile_l2_elems(hw, tm, tn, out) * DTYPE_BYTES[dtype])  # FLOP per L2 byte
     return min(peak, c.l2_Bps / c.cus * intensity)
 
 
-def tile_l2_elems(hw: Hardware, tm: int, tn: int) -> float:
+def tile_l2_elems(hw: Hardware, tm: int, tn: int, out: tuple[int, int] | None = None) -> float:
     """Operand elements a ``tm x tn`` tile's CTA takes from the L2 per element of K: ``tm + tn``, the
     larger block's share ``1 / compute.multicast`` when a cluster's CTAs receive it in one multicast load
     (a cluster spans the smaller dimension, so its CTAs share the larger block: cuBLAS's sm90 kernels
-    run 256x128 and 128x64 tiles in 1x2 clusters)."""
-    big, small = max(tm, tn), min(tm, tn)
-    return big / hw.compute.multicast + small
+    run 256x128 and 128x64 tiles in 1x2 clusters). ``out``: the (rows, columns) of the output (a
+    chunk's) the tiles cut, where known: a tile loads only its in-bounds rows and columns
+    (:func:`tile_extent`), and a cluster shares a block only where a second tile lies along its
+    dimension (one row of tiles leaves a 2x1 cluster's partner without a tile)."""
+    vm, vn = (tm, tn) if out is None else tile_extent(out[0], out[1], (tm, tn))
+    mc = hw.compute.multicast
+    if tm >= tn:  # the cluster spans the tile columns: its CTAs share the A block
+        return vm / (mc if out is None or out[1] > tn else 1) + vn
+    return vn / (mc if out is None or out[0] > tm else 1) + vm
+
+
+def tile_extent(rows: int, n: int, tile: tuple[int, int]) -> tuple[int, int]:
+    """The in-bounds rows and columns of every tile of a ``rows`` x ``n`` output (a chunk's) cut into
+    ``tile``s, where the output is narrower than one tile in that dimension (all its tiles are then
+    edge tiles of that extent); the tile's own size otherwise. A tile's matrix instructions run on the
+    whole tile (tile quantization), but its loads and stores move only in-bounds elements: Hopper's
+    TMA fills a box's out-of-bounds elements itself (zeros, or NaN with ``oobFill``: CUDA driver API,
+    cuTensorMapEncodeTiled) and drops out-of-bounds stores, as CDNA's buffer instructions return zero
+    for, and discard, accesses past a buffer's range (AMD CDNA 3 ISA, buffer range checking). Where the
+    output spans several tiles the edge tiles are charged as whole ones (the waves' time is set by the
+    whole tiles beside them)."""
+    bm, bn = tile
+    return min(bm, rows), min(bn, n)
 
 
 def gemm_energy_j(hw: Hardware, plan: GemmPlan) -> float:
@@ -346,7 +392,7 @@ def _fields(hw: Hardware) -> tuple:
         c.cus, c.clock_hz, tuple(sorted((c.gemm_clock_hz or {}).items())),
         tuple(sorted(c.matrix_flops_per_clk_per_cu.items())),
         c.gemm_efficiency, c.wg_per_cu, c.tile_m, c.tile_n, tuple(c.tiles), c.l2_bytes, c.l2_usable_fraction, c.l2_ways,
-        c.l2_line_bytes, c.l2_Bps, c.k_step, c.k_stages, c.multicast, c.epilogue, c.stream_k, c.raster, c.kernel_launch_s, h.bandwidth_Bps,
+        c.l2_line_bytes, c.l2_Bps, c.k_step, c.k_stages, c.multicast, c.epilogue, c.stream_k, c.split_k, c.raster, c.kernel_launch_s, h.bandwidth_Bps,
         h.efficiency, h.turnaround, h.latency_s, h.service_s,
     )  # fmt: skip
 
@@ -395,21 +441,27 @@ def plan_gemm(
         return hit
     best = None
     for t in tile_menu(hw) if tile is None else [tile]:
-        for sk in _decompositions(shape, hw, cus, chunks, bypass, t):
+        for dec in _decompositions(shape, hw, cus, chunks, bypass, t):
             # a candidate whose CU time alone cannot beat the best so far is not planned (its plan, the
             # walk over its blocks, is most of the cost): the choice is the one the full scan makes
             if best is not None:
-                bound = _compute_bound_s(shape, hw, cus, chunks, t, sk) * (1 - 1e-9)  # (rounding margin)
+                bound = _compute_bound_s(shape, hw, cus, chunks, t, dec) * (1 - 1e-9)  # (rounding margin)
                 if bound >= best[0] * (1 - 1e-12):
                     continue
             # (a candidate is also dropped while it is planned, once its waves so far and the CU time of
             # the rest cannot beat the best: most menu tiles lose to memory within their first waves)
-            p = _plan(shape, hw, cus, chunks, order, bypass, t, sk, limit=None if best is None else best[0])
+            lim = None if best is None else best[0]
+            p = _plan(shape, hw, cus, chunks, order, bypass, t, dec[0], limit=lim, split=dec[1])
             if p is None:
                 continue
             est = p.alone_s(hw)
             if best is None or est < best[0] * (1 - 1e-12):
                 best = (est, p)
+    for s in _splits(shape, hw, cus, chunks, bypass, best[1]):
+        p = _plan(shape, hw, cus, chunks, order, bypass, (best[1].tile_m, best[1].tile_n), split=s)
+        est = p.alone_s(hw)
+        if est < best[0] * (1 - 1e-12):
+            best = (est, p)
     plan = best[1]
     if len(_PLANS) > 50_000:
         _PLANS.clear()
@@ -417,18 +469,48 @@ def plan_gemm(
     return plan
 
 
-def _decompositions(shape, hw, cus, chunks, bypass, tile) -> tuple[bool, ...]:
-    """Whether the plan may run stream-K (True) beside data-parallel (False): where the preset's
-    library has it (``compute.stream_k``), on a plain GEMM (one chunk, stores allocating: a T3 or
-    fused schedule's staggered chunks keep whole tiles) of more tiles than one wave whose last wave is
+def _decompositions(shape, hw, cus, chunks, bypass, tile) -> tuple[tuple[bool, int], ...]:
+    """Whether the plan may run stream-K (``(True, 1)``) beside data-parallel (``(False, 1)``): where the
+    preset's library has it (``compute.stream_k``), on a plain GEMM (one chunk, stores allocating: a T3
+    or fused schedule's staggered chunks keep whole tiles) of more tiles than one wave whose last wave is
     partial (the hybrid of CUTLASS's stream-K scheduler: whole waves data-parallel, the remainder
-    stream-K; a GEMM of fewer tiles than CUs runs one CTA per tile, as cuBLAS's grids show in
-    ``measurements/*/kernel-facts.json``)."""
+    stream-K). Split-K is weighed after the tile is chosen (:func:`_splits`)."""
     bm, bn = tile
     tiles = math.ceil(shape.m / bm) * math.ceil(shape.n / bn)
     wave = cus * hw.compute.wg_per_cu
     ok = hw.compute.stream_k and chunks == 1 and not bypass and tiles > wave and tiles % wave != 0
-    return (False, True) if ok else (False,)
+    return ((False, 1), (True, 1)) if ok else ((False, 1),)
+
+
+def _splits(shape, hw, cus, chunks, bypass, plan) -> range:
+    """The K splits (2 up to ``compute.split_k``) the library may run the chosen tile's plan with: a plain
+    GEMM whose tiles leave more than half the wave's CUs idle, each of its tiles' ``s`` slices a thread
+    block of the one wave and at least the mainloop's ``k_stages x k_step`` of K. cuBLAS runs such
+    small-M or small-N GEMMs of long K as split-K kernels and a reduction kernel (``nvjet_..._splitK_TNT``
+    and ``cublasLt::splitKreduce_kernel`` in the profile of Dao-AILab/quack#157), hipBLASLt's Tensile
+    solutions split K as ``GlobalSplitU``; a grid of at least about one CTA per SM runs one CTA per tile
+    (cuBLAS's grids for 128 tiles on 132 SMs in ``measurements/*/kernel-facts.json``). Where between the
+    two the libraries start splitting is not public: at half the CUs here."""
+    c = hw.compute
+    wave = cus * c.wg_per_cu
+    tiles = plan.tiles
+    if c.split_k < 2 or chunks != 1 or bypass or plan.stream_k or 2 * tiles > wave:
+        return range(0)
+    return range(2, min(c.split_k, wave // tiles, shape.k // (c.k_stages * c.k_step)) + 1)
+
+
+def split_k_s(hw: Hardware, tiles: int, split: int, used: int, tile: tuple[int, int], out_bytes: int):
+    """(slice, reduction) seconds of a split-K wave on its ``used`` CUs: after its K slice each thread
+    block stores its FP32 partial tile, at the CU's share of the L2 bandwidth; then the ``split``
+    partials of each of the ``tiles`` are read back and summed into the output, over the wave's CUs at
+    their share (the reduction kernel's own launch is not charged: it follows the GEMM kernel on its
+    stream). ``tile``: the tile's in-bounds rows and columns (:func:`tile_extent`). 0 with no L2 rate."""
+    c = hw.compute
+    if not c.l2_Bps:
+        return 0.0, 0.0
+    share = c.l2_Bps / c.cus
+    part = tile[0] * tile[1] * 4.0
+    return part / share, tiles * (split * part + tile[0] * tile[1] * out_bytes) / (used * share)
 
 
 def stream_k_fixup_s(hw: Hardware, tm: int, tn: int) -> float:
@@ -439,14 +521,17 @@ def stream_k_fixup_s(hw: Hardware, tm: int, tn: int) -> float:
     return 2.0 * tm * tn * 4 / (c.l2_Bps / c.cus) if c.l2_Bps else 0.0
 
 
-def _tile_s(shape, hw, tile) -> tuple[float, float]:
-    """(K loop, exposed epilogue) seconds of one ``tile`` of the GEMM on one CU."""
+def _tile_s(shape, hw, tile, chunks: int = 1) -> tuple[float, float]:
+    """(K loop, exposed epilogue) seconds of one ``tile`` of the GEMM (cut into ``chunks`` row blocks)
+    on one CU; an output narrower than the tile loads and stores only its in-bounds part
+    (:func:`tile_extent`)."""
     bm, bn = tile
-    t_main = 2.0 * bm * bn * shape.k / tile_flops_per_s(hw, bm, bn, shape.dtype)
-    return t_main, tile_epilogue_s(hw, bm, bn, shape.out_elem_bytes)
+    out = (shape.m // chunks, shape.n)
+    t_main = 2.0 * bm * bn * shape.k / tile_flops_per_s(hw, bm, bn, shape.dtype, out)
+    return t_main, tile_epilogue_s(hw, *tile_extent(*out, tile), shape.out_elem_bytes)
 
 
-def _compute_bound_s(shape, hw, cus, chunks, tile, stream_k: bool) -> float:
+def _compute_bound_s(shape, hw, cus, chunks, tile, decomposition: tuple[bool, int]) -> float:
     """A lower bound of :meth:`GemmPlan.alone_s` for the plan :func:`_plan` would make, in closed form:
     the launch and every wave's CU time alone (a wave's body takes at least its ``compute_s``, its
     prologue at least nothing), the same arithmetic as the plan's waves."""
@@ -454,8 +539,14 @@ def _compute_bound_s(shape, hw, cus, chunks, tile, stream_k: bool) -> float:
     bm, bn = tile
     total = math.ceil(shape.m // chunks / bm) * math.ceil(shape.n / bn) * chunks
     wave_size = cus * c.wg_per_cu
-    t_main, t_epi = _tile_s(shape, hw, tile)
+    t_main, t_epi = _tile_s(shape, hw, tile, chunks)
     t_tile = t_main + t_epi
+    stream_k, split = decomposition
+    if split > 1:  # one wave (:func:`_decompositions`)
+        used = min(total * split, cus)
+        part, red = split_k_s(hw, total, split, used, tile_extent(shape.m // chunks, shape.n, tile),
+                              shape.out_elem_bytes)  # fmt: skip
+        return 2 * c.kernel_launch_s + math.ceil(total * split / cus) * (t_main / split + part) + red
     full, last = divmod(total, wave_size)
     t = c.kernel_launch_s + full * (math.ceil(wave_size / cus) * t_tile)
     if last:
@@ -468,7 +559,7 @@ def _compute_bound_s(shape, hw, cus, chunks, tile, stream_k: bool) -> float:
 
 def _plan(
     shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False, walk: bool = False,
-    limit: float | None = None,
+    limit: float | None = None, split: int = 1,
 ) -> GemmPlan | None:  # fmt: skip
     """The plan of one tile and decomposition (:func:`plan_gemm` picks among them). The reuse distances
     of a row-major raster are computed in closed form (:func:`_row_reuse`); a column-major raster (or
@@ -483,17 +574,18 @@ def _plan(
     tn = math.ceil(shape.n / bn)
     tiles_c = tm * tn
     wave_size = cus * c.wg_per_cu
-    t_main, t_epi = _tile_s(shape, hw, tile)
+    t_main, t_epi = _tile_s(shape, hw, tile, chunks)
     t_tile = t_main + t_epi
     eb = shape.elem_bytes
-    a_block = bm * shape.k * eb
-    b_block = bn * shape.k * eb
+    vm, vn = tile_extent(rows, shape.n, tile)  # (an operand block's in-bounds rows / columns)
+    a_block = vm * shape.k * eb
+    b_block = vn * shape.k * eb
     out_tile = rows * shape.n * shape.out_elem_bytes / tiles_c
     column = c.raster == "column"
     walk = walk or column
     kfrac = min(1.0, c.k_stages * c.k_step / shape.k)
     # a workgroup computes on one stage while the others load: k_stages - 1 stages in flight (at least 1)
-    slice_bytes = max(1, c.k_stages - 1) * (bm + bn) * c.k_step * eb
+    slice_bytes = max(1, c.k_stages - 1) * (vm + vn) * c.k_step * eb
     total = tiles_c * chunks
     nwaves = math.ceil(total / wave_size)
     one = chunks == 1 and not walk  # a plain GEMM: every wave is one segment of the one chunk
@@ -506,7 +598,7 @@ def _plan(
     if limit is not None:
         timing, cap = hbm_timing(hw), hw.hbm.effective_Bps
         seen: dict[tuple, float] = {}
-        t_sum = c.kernel_launch_s
+        t_sum = c.kernel_launch_s * (2 if split > 1 else 1)  # (:meth:`GemmPlan.launch_s`)
         full_s = math.ceil(wave_size / cus) * t_tile  # the CU time of a full wave and of the last one
         n_last = total - (nwaves - 1) * wave_size
         if stream_k:
@@ -603,14 +695,23 @@ def _plan(
             per_cu = math.ceil(n / cus)
             used = min(n, cus)
             compute_s = per_cu * t_tile
+            pro = kfrac
             if stream_k and w == nwaves - 1:
                 # the partial last wave's n tiles of K loops spread evenly over every CU: each CU runs n / cus
                 # of a tile's K loop, at most one tile's epilogue, and the fixup of the tile it splits
                 used = cus
                 compute_s = n * t_main / cus + t_epi + stream_k_fixup_s(hw, bm, bn)
+            elif split > 1:
+                # the one wave's n tiles as n x split thread blocks, each a 1/split slice of K (reading that
+                # share of its blocks, with the pipeline's first stages a larger share of it), then the
+                # partials' store and sum (:func:`split_k_s`)
+                used = min(n * split, cus)
+                part, red = split_k_s(hw, n, split, used, (vm, vn), shape.out_elem_bytes)
+                compute_s = math.ceil(n * split / cus) * (t_main / split + part) + red
+                pro = min(1.0, c.k_stages * c.k_step * split / shape.k)
             l2_reads = n * (a_block + b_block)
             window = used * c.wg_per_cu * slice_bytes * (reads / l2_reads) if l2_reads > 0 else 0.0
-            waves.append(Wave(w, n, tuple(segs), reads, writes, compute_s, used, reads * kfrac, window))
+            waves.append(Wave(w, n, tuple(segs), reads, writes, compute_s, used, reads * pro, window))
         pws.append(pws[-1] + ws_bytes[w])
         pout.append(pout[-1] + alloc)
         if limit is not None:
@@ -619,7 +720,21 @@ def _plan(
             if t_sum + ((left - 1) * full_s + last_s if left else 0.0) * (1 - 1e-9) >= stop:
                 return None
     return GemmPlan(
-        shape, chunks, order, bm, bn, tm, tn, wave_size, cus, t_tile, tuple(waves), c.raster, bypass, stream_k
+        shape,
+        chunks,
+        order,
+        bm,
+        bn,
+        tm,
+        tn,
+        wave_size,
+        cus,
+        t_tile,
+        tuple(waves),
+        c.raster,
+        bypass,
+        stream_k,
+        split,
     )
 
 
@@ -710,8 +825,9 @@ def l2_body_bytes(plan: GemmPlan, w: Wave, hw: Hardware) -> float:
     """Operand bytes a wave's tiles load from the L2 after the prologue (hits and misses alike): per
     tile :func:`tile_l2_elems` ``x K`` elements, less the prologue's first ``k_stages x k_step`` of K."""
     s = plan.shape
-    kfrac = min(1.0, hw.compute.k_stages * hw.compute.k_step / s.k)
-    return w.n_tiles * tile_l2_elems(hw, plan.tile_m, plan.tile_n) * s.k * s.elem_bytes * (1.0 - kfrac)
+    kfrac = min(1.0, hw.compute.k_stages * hw.compute.k_step * plan.split_k / s.k)
+    elems = tile_l2_elems(hw, plan.tile_m, plan.tile_n, (plan.chunk_rows, s.n))
+    return w.n_tiles * elems * s.k * s.elem_bytes * (1.0 - kfrac)
 
 
 def gemm_tail(plan: GemmPlan, w: Wave, hw: Hardware) -> tuple[float, float, float] | tuple[()]:
@@ -722,7 +838,7 @@ def gemm_tail(plan: GemmPlan, w: Wave, hw: Hardware) -> tuple[float, float, floa
     m = hw.compute.cluster_ctas
     if w.index != len(plan.waves) - 1 or plan.stream_k:  # stream-K's last wave has no whole rounds
         return (0.0, float(plan.wave_size), float(m)) if m > 1 else ()
-    return (float(plan.tiles), float(plan.wave_size), float(m))
+    return (float(plan.blocks), float(plan.wave_size), float(m))
 
 
 def cus_beside(hw: Hardware, held: int) -> int:
@@ -791,7 +907,7 @@ def add_gemm(
             load = loads[lkey] = b.add(
                 gpu, f"{prefix}.L{w.index}", kind="gemm-load", cat="gemm",
                 work=[(hbm, w.prologue_bytes)],
-                delay_s=hw.compute.kernel_launch_s if (launch and w.index == 0) else 0.0,
+                delay_s=plan.launch_s(hw) if (launch and w.index == 0) else 0.0,
                 deps=load_deps, traffic={"gemm_read": w.prologue_bytes}, prio=prio, window=w.window_bytes,
                 l2=0.0,  # (the prologue is modelled as the wave's first DRAM reads; its loads go with the body's)
             )  # fmt: skip

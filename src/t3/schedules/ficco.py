@@ -757,7 +757,7 @@ def epilogue_breakdown(fop: FiccoOperator, hw: Hardware, ax: Axes) -> dict[str, 
     rate = hw.fused.store_Bps_per_cu or hw.compute.cu_copy_Bps
     link = hw.link.bandwidth_Bps * hw.collective.link_efficiency
     switch = hw.topology.kind == "switch"
-    gemm = hw.compute.kernel_launch_s
+    gemm = plan.launch_s(hw)
     drain = 0.0
     for w in plan.waves:
         p, body = plan.wave_alone_s(w, hw)

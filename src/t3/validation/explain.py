@@ -103,7 +103,9 @@ def _gemm(d: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         ("kernel", f"{d['tile']} tiles, {d['tiles']} tiles in {d['waves']} waves of {d['wave_size']} "
                    f"({per_wave:.3g} waves of work), K split {d['split_k']}"),
-        ("decomposition", "stream-K in the last wave" if d["stream_k"] else "data-parallel (whole tiles)"),
+        ("decomposition", "stream-K in the last wave" if d["stream_k"] else
+         f"split-K: {d['split_k']} slices per tile, then a reduction kernel" if d["split_k"] > 1
+         else "data-parallel (whole tiles)"),  # fmt: skip
         ("output", f"{d['out_dtype']} (the bytes each tile stores)"),
         ("tile rate", f"{_tf(d['tile_flops_per_s'])} per CU, bound by {bound}"),
         ("epilogue", f"{_us(d['epilogue_s'])} per tile after its K loop" if d["epilogue_s"] else "overlapped"),

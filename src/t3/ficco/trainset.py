@@ -218,3 +218,16 @@ def _fresh8() -> tuple[FiccoOperator, ...]:
 
 
 FRESH8_OPERATORS: tuple[FiccoOperator, ...] = _fresh8()
+
+
+def _fresh9() -> tuple[FiccoOperator, ...]:
+    """Ninth fresh blind set (committed before any of its results existed, together with the pipeline
+    selector's contention factors and tree refitted on the current engine, whose GEMMs narrower than a
+    tile now load only their in-bounds rows and whose plain GEMMs of few tiles may split K): every
+    (model, sublayer) pair of the eight zoo models at **5376 tokens** (TP 8 + SP; a token count no other
+    set uses, and not a multiple of 512 as every training token count is), Mixtral-8x7B-style experts at
+    1408 tokens per GPU and DeepSeek-V3-style at 704 (uniform), minus any operator of the training set."""
+    return _zoo_set(5376, 1408, 704)
+
+
+FRESH9_OPERATORS: tuple[FiccoOperator, ...] = _fresh9()

@@ -5,6 +5,8 @@ traceback, never a hang. The pathological sizes are refused quickly unless --for
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -187,7 +189,10 @@ CASES = [
     (("run", "--hw", "{hw:flops_dtype}"), "matrix_flops_per_clk_per_cu.int4: unknown dtype"),
     (("run", "--hw", "{hw:unknown_section}"), "foo: unknown field"),
     (("run", "--hw", "{hw:unknown_key}"), "hbm.bw: unknown field"),
-    (("run", "--hw", "{hw:missing_section}"), "dmax: unknown field"),  # the misspelled section, the cause, first
+    (
+        ("run", "--hw", "{hw:missing_section}"),
+        "dmax: unknown field",
+    ),  # the misspelled section, the cause, first
     (("run", "--hw", "{hw:name_int}"), "name: Input should be a valid string"),
     (("run", "--hw", "{hw:garbage}"), "not valid TOML"),
     (("run", "--hw", "{hw:tiles1}"), "size: about"),
@@ -265,7 +270,10 @@ CASES = [
     (("reproduce", "t3", "--out", "{file}/sub"), "--out: "),
     (("reproduce", "t3", "--json", "{dir}", "--out", "{tmp}/o"), "--json: "),
     (("reproduce", "t3", "--json", "{file}/x.json", "--out", "{tmp}/o"), "is a file, so"),
-    (("reproduce", "t3", "--json", "{file}", "--out", "{tmp}/o"), "is not a JSON document of t3 reproduce t3"),
+    (
+        ("reproduce", "t3", "--json", "{file}", "--out", "{tmp}/o"),
+        "is not a JSON document of t3 reproduce t3",
+    ),
     (("reproduce", "t3", "--hw", "mi300x-8", "--out", "{tmp}/o"), "tp: 16 GPUs exceed the mesh"),
     (("reproduce", "t3", "--set", "bad", "--out", "{tmp}/o"), "--set: expected KEY=VALUE"),
     (("reproduce", "t3", "--set", "link.bw=1", "--out", "{tmp}/o"), "hardware.link.bw: unknown field"),
@@ -331,3 +339,95 @@ def test_size_estimate_tracks_the_ops_really_built(model, tp, config, overrides,
     w = size.run_work(op, hw, config, symmetric)
     assert 0.5 * built <= w.ops <= 3 * built, (w.ops, built)
     assert w.mapped == (tp * tp if config in size.T3_CONFIGS else 0)
+
+
+# ---- inputs the tools took without a clear word (found by driving the command line with odd inputs) ------
+def test_a_dataset_or_base_that_is_not_utf8_is_refused_with_the_files_name(tmp_path):
+    from t3.errors import T3Error
+    from t3.measure.calibrate import base_text
+    from t3.validation import load_dataset
+
+    bad = tmp_path / "binary.toml"
+    bad.write_bytes(b"\xff\xfe garbage")
+    with pytest.raises(T3Error, match=r"dataset '.*binary.toml': not a UTF-8 text file"):
+        load_dataset([bad])
+    with pytest.raises(T3Error, match=r"--base '.*binary.toml': not a UTF-8 text file"):
+        base_text(str(bad))
+    with pytest.raises(T3Error, match="--base: 'h100-2x8' builds on 'h100-8'.*--base h100-8"):
+        base_text("h100-2x8")
+
+
+def test_a_row_the_model_refuses_names_its_file_and_row(tmp_path):
+    from t3.errors import T3Error
+    from t3.validation import load_dataset
+    from t3.validation.runner import run as run_rows
+
+    f = tmp_path / "coll.toml"
+    f.write_text(
+        '[[row]]\nid = "c1"\ncategory = "collective_busbw"\nrole = "validation"\nhardware = "h100-8"\n'
+        'measured = 20.2\nunit = "GB/s"\nsource = "https://example.com/x"\nlocator = "l"\nconventions = "c"\n'
+        '[row.workload]\nop = "all_gather"\nnbytes = 2097152\ngpus = 16\nalgo = "ring"\ntiming = "device"\n'
+    )
+    with pytest.raises(T3Error, match=r"^coll.toml: row 'c1': gpus: 16 GPUs exceed the switch of 8"):
+        run_rows(load_dataset([f]))
+
+
+def test_a_study_with_a_point_given_twice_is_refused():
+    from t3.errors import ConfigError
+    from t3.experiments.study import study
+
+    with pytest.raises(ConfigError, match="tp: 8 is given twice"):
+        study(("h100-8",), ("llama-3-8b",), (8, 8), ficco=False)
+    with pytest.raises(ConfigError, match="hw: 'h100-8' is given twice"):
+        study(("h100-8", "h100-8"), ("llama-3-8b",), (8,), ficco=False)
+
+
+def test_validate_lists_what_the_named_hardware_has_when_a_filter_matches_nothing():
+    p = subprocess.run(
+        [sys.executable, "-m", "t3", "validate", "--hardware", "gb200-nvl72", "--category", "overlap_time"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert p.returncode == 2
+    have = p.stderr.split("rows exist on gb200-nvl72 for:")[1]
+    assert "collective_busbw" in have and "overlap_time" not in have
+
+
+def test_trace_events_with_non_finite_times_are_skipped_and_said(tmp_path):
+    import gzip
+    import json
+    import math
+
+    from t3.traces.kineto import parse
+
+    src = Path(__file__).parent / "traces" / "data" / "megatron_sp_tp8_h100.constructed.pt.trace.json.gz"
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    n = 0
+    for e in doc["traceEvents"]:
+        if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") == "kernel":
+            e["dur"] = float("nan") if n % 2 else float("inf")
+            n += 1
+    assert n > 0
+    t = parse(json.loads(json.dumps(doc)), "nan.json")
+    assert any(f"{n} events without a finite, non-negative ts / dur were skipped" in x for x in t.notes)
+    assert math.isfinite(t.window_s)
+    for g in t.gemms:
+        assert math.isfinite(g.busy_s) and math.isfinite(g.end_s - g.start_s)
+
+
+def test_ficco_explore_top_limits_the_json_too_and_sweep_show_names_its_argument(tmp_path):
+    import json
+
+    p = subprocess.run(
+        [sys.executable, "-m", "t3", "ficco", "explore", "--m", "2048", "--top", "2", "--json"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    d = json.loads(p.stdout)
+    times = [s["time_s"] for s in d["schedules"]]
+    assert len(times) == 2 and times == sorted(times) and d["schedules_total"] > 2
+    bad = subprocess.run(
+        [sys.executable, "-m", "t3", "sweep", "show", str(tmp_path / "x.toml")],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "store: expected a path ending in .parquet" in bad.stderr
+    assert "--store" not in bad.stderr

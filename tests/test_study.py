@@ -91,9 +91,22 @@ def test_cli_json():
 
 
 def test_a_tp_the_model_cannot_split_is_left_out_with_the_models_reason():
-    d = study(("h100-2x8",), ("llama-3-8b",), (16,), ficco=False)
-    assert d["points"] == []
+    d = study(("h100-2x8",), ("llama-3-8b", "gpt-3"), (16,), ficco=False)
+    assert [(x["model"], x["tp"]) for x in d["points"]] == [("gpt-3", 16)]
     assert "kv_heads = 8 is not divisible by tp=16" in d["skipped"][0]["why"]
+
+
+def test_a_study_of_no_runnable_point_or_an_unknown_sublayer_is_refused():
+    """Nothing to compute is an error naming why (exit 2 on the command line), not an empty table."""
+    with pytest.raises(ConfigError, match="no point can run.*kv_heads = 8 is not divisible by tp=16"):
+        study(("h100-2x8",), ("llama-3-8b",), (16,), ficco=False)
+    with pytest.raises(ConfigError, match="sublayer: unknown sublayer 'bogus'"):
+        study(("h100-8",), ("llama-3-8b",), (8,), "bogus", ficco=False)
+    bad = subprocess.run(
+        [sys.executable, "-m", "t3", "study", "--hw", "h100-8", "--sublayer", "bogus", "--no-ficco"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "unknown sublayer 'bogus'" in bad.stderr
 
 
 def test_across_nodes_what_is_modelled_runs_and_the_rest_says_why():

@@ -90,6 +90,9 @@ def explore(
         res = run_explore(fop, h, progress=lambda done, total: bar.update(task, completed=done, total=total))
         res = res.to_json()
     if as_json:
+        if top is not None:  # the fastest TOP, fastest first (and how many there were)
+            fast = sorted(res["schedules"], key=lambda r: (r["time_s"], r["name"]))
+            res = {**res, "schedules": fast[:top], "schedules_total": len(fast)}
         print(json.dumps({**res, "provenance": provenance(h)}))
         return
     c = Console()  # the terminal's width; 80 columns when the output is not a terminal

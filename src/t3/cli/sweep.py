@@ -219,7 +219,7 @@ def show_cmd(
         raise ConfigError(f"--columns: expected comma-separated column names, got {columns!r} (an empty name)")
     if store.is_dir():
         raise ConfigError(f"store: '{store}' is a directory, not a .parquet store")
-    db = Store(store)
+    db = Store(store, option="store")
     if not store.exists() and not db.parts.is_dir():
         raise ConfigError(f"store: '{store}' not found")
     if db.lock():

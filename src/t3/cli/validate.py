@@ -143,9 +143,12 @@ def validate(
         asked = ", ".join(
             f"{k} {v}" for k, v in (("role", role), ("category", category), ("hardware", hardware)) if v
         )
-        have = sorted({(r.category, r.role) for r in every})
+        # what exists under the other filters (the hardware's rows where one is named)
+        near = [r for r in every if not hardware or r.hardware == hardware] or every
+        have = sorted({(r.category, r.role) for r in near})
+        where = f" on {hardware}" if hardware and near is not every else ""
         raise ConfigError(
-            f"no rows match {asked}; rows exist for: " + ", ".join(f"{c} ({r})" for c, r in have)
+            f"no rows match {asked}; rows exist{where} for: " + ", ".join(f"{c} ({r})" for c, r in have)
         )
     from t3 import size
 

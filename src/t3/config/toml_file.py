@@ -12,18 +12,23 @@ from t3.errors import ConfigError
 def read_toml(path: str | Path, what: str) -> dict[str, Any]:
     """The parsed TOML document at ``path``; :class:`ConfigError` (``what: ...``) if it is missing, a
     directory, unreadable, not UTF-8 or not valid TOML."""
+    return parse_toml(read_text(path, what), f"{what} '{Path(path)}'")
+
+
+def read_text(path: str | Path, what: str, error: type[Exception] = ConfigError) -> str:
+    """The UTF-8 text of the file at ``path``; ``error`` (``what: ...``, default :class:`ConfigError`) if
+    it is missing, a directory, unreadable or not UTF-8."""
     p = Path(path)
     if p.is_dir():
-        raise ConfigError(f"{what}: '{p}' is a directory, not a TOML file")
+        raise error(f"{what}: '{p}' is a directory, not a TOML file")
     if not p.is_file():
-        raise ConfigError(f"{what}: file '{p}' not found")
+        raise error(f"{what}: file '{p}' not found")
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
-        raise ConfigError(f"{what} '{p}': not a UTF-8 text file ({err.reason} at byte {err.start})") from None
+        raise error(f"{what} '{p}': not a UTF-8 text file ({err.reason} at byte {err.start})") from None
     except OSError as err:
-        raise ConfigError(f"{what} '{p}': cannot read: {err.strerror}") from None
-    return parse_toml(text, f"{what} '{p}'")
+        raise error(f"{what} '{p}': cannot read: {err.strerror}") from None
 
 
 def parse_toml(text: str, origin: str) -> dict[str, Any]:

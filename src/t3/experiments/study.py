@@ -129,8 +129,14 @@ def study(
     """Every (preset, model, TP) point; a TP the preset cannot form or the model cannot split is left
     out with the reason (``skipped``). Every input is checked before any point runs."""
     from t3.validation import load_dataset
-    from t3.workload import get_model, sublayer_operator
+    from t3.workload import SUBLAYERS, get_model, sublayer_operator
 
+    for what, vals in (("hw", hardware), ("model", models), ("tp", tp)):
+        dup = next((v for i, v in enumerate(vals) if v in list(vals)[:i]), None)
+        if dup is not None:
+            raise ConfigError(f"{what}: {dup!r} is given twice (each point once)")
+    if not isinstance(sublayer, str) or sublayer not in SUBLAYERS:
+        raise ConfigError(f"sublayer: unknown sublayer {sublayer!r} (available: {', '.join(SUBLAYERS)})")
     hws = [load_hardware(h) for h in hardware]
     specs = [get_model(m) for m in models]
     for t in tp:
@@ -151,6 +157,12 @@ def study(
                     skipped.append({"hardware": hw.name, "model": m.name, "tp": t, "why": why})
                     continue
                 points.append(point(hw.name, m.name, t, sublayer, ficco))
+    if not points:
+        first = skipped[0]
+        raise ConfigError(
+            f"tp: no point can run: every preset, model and TP is left out (e.g. {first['hardware']} "
+            f"{first['model']} TP {first['tp']}: {first['why']})"
+        )
     return {
         "points": points,
         "skipped": skipped,

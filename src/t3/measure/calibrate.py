@@ -348,13 +348,26 @@ def base_text(base: str) -> tuple[str, str]:
     from importlib import resources
 
     from t3.config.hardware import preset_names
+    from t3.config.toml_file import parse_toml, read_text
 
     p = Path(base)
     if base.endswith(".toml") and p.is_file():
-        return p.read_text(encoding="utf-8"), p.stem
-    if base not in preset_names():
+        text, name = read_text(p, "--base"), p.stem
+    elif base not in preset_names():
         raise ConfigError(f"--base: unknown preset '{base}' (available: {', '.join(preset_names())})")
-    return resources.files("t3.config").joinpath("presets", f"{base}.toml").read_text(encoding="utf-8"), base
+    else:
+        text, name = (
+            resources.files("t3.config").joinpath("presets", f"{base}.toml").read_text(encoding="utf-8"),
+            base,
+        )
+    parent = parse_toml(text, f"--base '{base}'").get("base")
+    if parent is not None:
+        raise ConfigError(
+            f"--base: '{base}' builds on '{parent}' (its 'base' key: it adds nodes or overrides to that preset);"
+            f" calibrate the single-node preset it builds on (--base {parent}): the calibrated values are one"
+            " GPU's"
+        )
+    return text, name
 
 
 def edits(cal: Calibration, gpu: str, date: str) -> list[Any]:

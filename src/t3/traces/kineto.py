@@ -250,7 +250,10 @@ class _Parse:
                     ts = float(ts)
                 except ValueError:
                     ts = None
-            if not isinstance(ts, int | float) or not isinstance(dur, int | float) or dur < 0:
+            if (
+                not isinstance(ts, int | float) or not isinstance(dur, int | float)
+                or not math.isfinite(ts) or not math.isfinite(dur) or dur < 0
+            ):  # fmt: skip
                 bad += 1
                 continue
             e = _Ev(i, raw, float(ts), float(dur))
@@ -259,7 +262,7 @@ class _Parse:
             elif e.cat in HOST_CATS:
                 self.host.setdefault(e.thread, []).append(e)
         if bad:
-            self.notes.append(f"{bad} events without a numeric ts / dur were skipped")
+            self.notes.append(f"{bad} events without a finite, non-negative ts / dur were skipped")
         for evs in self.host.values():
             _nest(evs)
         self.launch: dict[Any, _Ev] = {}

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from t3.api import COLLECTIVE_OPS, OVERLAP_OPS
+from t3.config.toml_file import read_text
 from t3.errors import ConfigError
 
 ROLES = ("calibration", "validation")
@@ -199,9 +200,7 @@ def load_dataset(paths: list[Path] | None = None) -> list[Row]:
     seen: dict[str, str] = {}
     for p in paths if paths is not None else data_files():
         p = Path(p)
-        if not p.is_file():
-            raise DatasetError(f"dataset: file '{p}' not found")
-        for r in parse_rows(p.read_text(), p.name):
+        for r in parse_rows(read_text(p, "dataset", DatasetError), p.name):
             if r.id in seen:
                 raise DatasetError(f"{p.name}: row '{r.id}': id: duplicate (also in {seen[r.id]})")
             seen[r.id] = p.name

@@ -15,6 +15,7 @@ from typing import Any
 
 from t3 import api
 from t3.config.hardware import load_hardware
+from t3.errors import T3Error
 from t3.validation.conventions import ABSOLUTE_ERROR, COMPARED_UNIT, measured_compared
 from t3.validation.dataset import CATEGORIES, ROLES, DatasetError, Row
 
@@ -175,7 +176,12 @@ def run(rows: Iterable[Row], progress: Callable[[int, int], None] | None = None)
     p = Predictor()
     out = []
     for i, r in enumerate(rows, 1):
-        out.append(p.predict(r))
+        try:
+            out.append(p.predict(r))
+        except T3Error as err:  # a row the model refuses: name its file and row, as the parse does
+            if str(err).startswith(f"{r.id}:"):
+                raise
+            raise type(err)(f"{r.origin}: row '{r.id}': {err}") from None
         if progress:
             progress(i, len(rows))
     return out

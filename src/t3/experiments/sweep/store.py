@@ -189,16 +189,16 @@ def _damaged_parts(damaged: list[tuple[Path, str]]) -> str:
 class Store:
     """The results store at ``path`` (a ``.parquet`` file, its journal directory and its lock file)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, option: str = "--store") -> None:
         self.path = Path(path)
         if self.path.suffix != ".parquet":
-            raise ConfigError(f"--store: expected a path ending in .parquet, got '{self.path}'")
+            raise ConfigError(f"{option}: expected a path ending in .parquet, got '{self.path}'")
         if self.path.exists() and not self.path.is_file():
-            raise ConfigError(f"--store: '{self.path}' exists and is not a file")
+            raise ConfigError(f"{option}: '{self.path}' exists and is not a file")
         self.parts = self.path.with_name(self.path.name + ".parts")
         if self.parts.exists() and not self.parts.is_dir():
             raise ConfigError(
-                f"--store: its journal '{self.parts}' exists and is not a directory; move it aside "
+                f"{option}: its journal '{self.parts}' exists and is not a directory; move it aside "
                 f"(mv '{self.parts}' '{self.parts}.old') and run again"
             )
         self.lockfile = self.path.with_name(self.path.name + ".lock")

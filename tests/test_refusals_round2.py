@@ -281,14 +281,15 @@ def test_journal_path_that_is_a_file_is_refused_before_work(tmp_path, capsys):
     journal = tmp_path / "r.parquet.parts"
     journal.write_text("x")
     want = (
-        f"error: --store: its journal '{journal}' exists and is not a directory; move it aside "
+        f"its journal '{journal}' exists and is not a directory; move it aside "
         f"(mv '{journal}' '{journal}.old') and run again"
     )
-    for args in (
-        ("sweep", str(spec), "--store", str(store), "--workers", "1"),
-        ("sweep", "show", str(store)),
+    # each names the store as the command takes it: sweep's --store option, show's store argument
+    for option, args in (
+        ("--store", ("sweep", str(spec), "--store", str(store), "--workers", "1")),
+        ("store", ("sweep", "show", str(store))),
     ):
-        assert one_line_error(*cli(capsys, *args)[::2]) == want
+        assert one_line_error(*cli(capsys, *args)[::2]) == f"error: {option}: {want}"
     assert not store.exists()
 
 

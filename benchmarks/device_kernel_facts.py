@@ -24,6 +24,9 @@ SHAPES = [
     (8192, 8192, 8192), (4096, 7168, 8192), (1024, 7168, 8192), (512, 8192, 8192), (2048, 2048, 2048),
     (4096, 4096, 4096), (1024, 8192, 8192), (256, 8192, 8192), (128, 8192, 8192), (8192, 8192, 1024),
     (8192, 1024, 8192), (2048, 8192, 8192), (4096, 8192, 8192),
+    # few tiles of long K: does the library split K (a splitK kernel and splitKreduce_kernel), and from
+    # how few tiles on (t3.ops.gemm._splits assumes half the SMs idle)
+    (16, 4096, 4096), (32, 1024, 7168), (64, 1024, 16384), (128, 1024, 8192), (256, 2048, 8192),
 ]  # fmt: skip
 FIELDS = ("grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
           "est. achieved occupancy %")  # fmt: skip

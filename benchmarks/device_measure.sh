@@ -7,6 +7,7 @@
 #   $OUT/measure/measured.toml   the rows (dataset format; load with t3.validation.load_dataset)
 #   $OUT/measure/run.json        raw samples (seconds), environment, plan, notes
 #   $OUT/measure.log             the progress lines
+#   $OUT/kernel-facts.json       the library's kernel (name, grid, block) for each GEMM of device_kernel_facts.py
 # Then, here: copy the folder into the repository and fit a preset to it:
 #   t3 calibrate --measured <folder> --base h100-8 --out my-h100.toml
 #
@@ -59,6 +60,10 @@ fi
 timeout --signal=INT --kill-after=30 $((BUDGET + 120)) "${CMD[@]}" --out "$OUT/measure" --overwrite \
   --budget "$BUDGET" ${T3_MEASURE_ARGS:-} 2>&1 | tee "$OUT/measure.log"
 rc=${PIPESTATUS[0]}
+
+echo "== the library's kernels for the measured GEMMs (names, grids: split-K or one CTA per tile)"
+timeout 120 "$PY" benchmarks/device_kernel_facts.py "$OUT/kernel-facts.json" 2>&1 | tail -30 \
+  || echo "(kernel facts not taken)"
 
 echo "== rows (exit status $rc)"
 "$PY" - "$OUT/measure/measured.toml" <<'EOF'

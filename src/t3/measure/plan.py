@@ -75,10 +75,16 @@ _FP8 = [(4096, 4096, 4096, "fp8", "square"), (8192, 8192, 8192, "fp8", "square")
         (8192, 8192, 1024, "fp8", "K/8 piece of 8192x8192x8192")]  # fmt: skip
 
 _TF32 = [(4096, 4096, 4096, "tf32", "square"), (8192, 8192, 8192, "tf32", "square")]
+# few output tiles of long K, on both sides of where the library may split K (t3.ops.gemm._splits: the
+# tiles leave more than half the SMs idle); the kernel names and grids come from
+# benchmarks/device_kernel_facts.py
+_FEW_TILES = [(16, 4096, 4096, "bf16", "decode"), (32, 1024, 7168, "bf16", "few tiles, long K"),
+              (64, 1024, 16384, "bf16", "few tiles, long K"), (128, 1024, 8192, "bf16", "few tiles, long K"),
+              (256, 2048, 8192, "bf16", "few tiles, long K")]  # fmt: skip
 
 GPU = Plan(
     name="default",
-    gemms=tuple(_SQUARES + _FICCO + _SMALL_K + _FP16 + _FP8 + _TF32),
+    gemms=tuple(_SQUARES + _FICCO + _SMALL_K + _FP16 + _FP8 + _TF32 + _FEW_TILES),
     gemm_iters=30,
     gemm_warmup=5,
     rotate_l2_multiple=4.0,

@@ -431,3 +431,41 @@ def test_ficco_explore_top_limits_the_json_too_and_sweep_show_names_its_argument
     )
     assert bad.returncode == 2 and "store: expected a path ending in .parquet" in bad.stderr
     assert "--store" not in bad.stderr
+
+
+def test_overwrite_without_its_file_an_empty_file_name_and_an_unnamed_model_are_refused(tmp_path):
+    from t3.errors import ConfigError
+    from t3.workload import get_model
+
+    for args, want in (
+        (["run", "--overwrite"], "--overwrite: it replaces the --trace file; no --trace was given"),
+        (["run", "--trace", ""], "--trace: an empty name; give a file name"),
+    ):
+        p = subprocess.run([sys.executable, "-m", "t3", *args], capture_output=True, text=True)
+        assert p.returncode == 2 and want in p.stderr, p.stderr
+    m = tmp_path / "m.toml"
+    m.write_text('name = ""\nhidden = 4096\nlayers = 32\nheads = 32\nffn = 14336\ntokens = 4096\n')
+    with pytest.raises(ConfigError, match="name: expected a non-empty string, got ''"):
+        get_model(m)
+
+
+def test_a_model_that_labels_no_pair_of_a_trace_is_said():
+    from t3.traces import import_trace
+
+    src = Path(__file__).parent / "traces" / "data" / "megatron_sp_tp8_h100.constructed.pt.trace.json.gz"
+    t = import_trace(src, model="mt-nlg")
+    assert t.pairs and not any(p.label for p in t.pairs)
+    assert any("model 'mt-nlg': no pair's GEMM has the widths" in n for n in t.notes)
+
+
+def test_the_t3_reproduction_on_a_gpu_without_near_memory_compute_is_refused_before_any_point(tmp_path):
+    p = subprocess.run(
+        [sys.executable, "-m", "t3", "reproduce", "t3", "--quick", "--hw", "mi300x-8", "--out", str(tmp_path / "o")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert p.returncode == 2
+    assert (
+        "nmc.present: 'mi300x-8' has no near-memory compute" in p.stderr
+        and "--set nmc.present=true" in p.stderr
+    )
+    assert "points" not in p.stderr and not (tmp_path / "o").exists()

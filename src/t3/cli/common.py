@@ -128,9 +128,13 @@ def check_output_file(
     own ``kind`` (:data:`OUTPUT_KINDS`: an earlier run's output) or with ``--overwrite``
     (``overwrite_flag=False`` where the command has none: the file must be moved aside)."""
     if path is None:
+        if overwrite:  # (said, not ignored: it names what it would replace)
+            raise ConfigError(f"--overwrite: it replaces the {option} file; no {option} was given")
         return None
     p = Path(path)
-    if str(path) == "" or p.is_dir():
+    if str(path) == "":
+        raise ConfigError(f"{option}: an empty name; give a file name")
+    if p.is_dir():
         raise ConfigError(f"{option}: '{p}' is a directory; give a file name")
     _make_folder(p.parent, option)
     if p.exists():

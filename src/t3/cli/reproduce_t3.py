@@ -68,7 +68,8 @@ def reproduce_t3(
 
     check_count(workers, "--workers")
     check_executor(executor, workers, scheduler)
-    check_output_file(json_file, "--json", "reproduce-json", overwrite=overwrite)
+    # (--overwrite also covers the files it writes in --out)
+    check_output_file(json_file, "--json", "reproduce-json", overwrite=overwrite and json_file is not None)
     check_store(store)
     plan = Plan(hardware=hw, hw_overrides=parse_overrides(overrides))
     if quick:

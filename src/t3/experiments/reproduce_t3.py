@@ -168,6 +168,12 @@ class Plan:
                 hw.with_overrides({sw.field: _cast(hw, sw.field, v)})
         if "sequential" not in self.configs:
             raise ConfigError("configs: 'sequential' is required (every speedup is over it)")
+        nmc = [c for c in self.configs if c in ("ideal-rs-nmc", "t3", "t3-mca")]
+        if nmc and not hw.nmc.present:  # (before any point runs: they would each fail)
+            raise ConfigError(
+                f"nmc.present: '{hw.name}' has no near-memory compute, which {', '.join(nmc)} need (the T3"
+                " proposal; --set nmc.present=true studies it on this GPU)"
+            )
 
 
 def _get(d: dict, path: str) -> Any:

@@ -122,6 +122,11 @@ def pair_trace(trace: ImportedTrace, model=None) -> ImportedTrace:
             Pair(p.gemm, p.collective, p.kind, p.relation, sublayer_label(p, model, p.collective.group_size))
             for p in pairs
         ]
+        if pairs and not any(p.label for p in pairs):
+            trace.notes.append(
+                f"model '{getattr(model, 'name', model)}': no pair's GEMM has the widths of one of its TP"
+                " sublayers (another model, or another TP degree than the collectives' group): pairs left unlabelled"
+            )
     trace.pairs = sorted(pairs, key=lambda p: (min(p.gemm.start_s, p.collective.start_s), p.collective.index))
     if not trace.gemms:
         why = (

@@ -169,7 +169,10 @@ def get_model(name_or_path: str | Path) -> ModelSpec:
         p = Path(s)
         data = read_toml(p, "model")
         _refuse_table_of_models(data, s)
-        return _spec(data.pop("name", p.stem), data, s)
+        name = data.pop("name", p.stem)
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"model '{s}': name: expected a non-empty string, got {name!r}")
+        return _spec(name, data, s)
     zoo = _zoo()
     if s not in zoo:
         raise ConfigError(f"model: unknown model '{s}' (available: {', '.join(zoo)})")

@@ -168,12 +168,18 @@ class Plan:
                 hw.with_overrides({sw.field: _cast(hw, sw.field, v)})
         if "sequential" not in self.configs:
             raise ConfigError("configs: 'sequential' is required (every speedup is over it)")
+
+    def nmc_refusal(self) -> str | None:
+        """Why the configurations that need near-memory compute cannot run on this plan's GPU (None if
+        they can): said before any point runs, where every one of their points would fail."""
+        hw = load_hardware(self.hardware, self.hw_overrides or None)
         nmc = [c for c in self.configs if c in ("ideal-rs-nmc", "t3", "t3-mca")]
-        if nmc and not hw.nmc.present:  # (before any point runs: they would each fail)
-            raise ConfigError(
-                f"nmc.present: '{hw.name}' has no near-memory compute, which {', '.join(nmc)} need (the T3"
-                " proposal; --set nmc.present=true studies it on this GPU)"
-            )
+        if not nmc or hw.nmc.present:
+            return None
+        return (
+            f"nmc.present: '{hw.name}' has no near-memory compute, which {', '.join(nmc)} need (the T3 proposal;"
+            " --set nmc.present=true studies it on this GPU, --keep-going runs the other configurations)"
+        )
 
 
 def _get(d: dict, path: str) -> Any:
@@ -851,6 +857,8 @@ def reproduce(
     listed under ``infeasible`` with their reason, never as failures. ``force`` skips the size guard."""
     plan = plan or Plan()
     plan.validate()
+    if not keep_going and (why := plan.nmc_refusal()):
+        raise ConfigError(why)
     studies = build_tasks(plan)
     tasks = unique_tasks(studies)
     check_size(plan, tasks, force)

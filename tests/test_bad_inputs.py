@@ -469,3 +469,27 @@ def test_the_t3_reproduction_on_a_gpu_without_near_memory_compute_is_refused_bef
         and "--set nmc.present=true" in p.stderr
     )
     assert "--keep-going runs the other configurations" in p.stderr and "point(s) failed" not in p.stderr
+
+
+def test_a_collectives_bad_element_counts_keep_its_group_and_are_said(tmp_path):
+    """Element counts that are not positive fall back to the c10d op's dims, as missing ones do; the
+    annotation's group size stands (it was lost, and the projection then asked for --gpus)."""
+    import gzip
+    import json
+
+    from t3.traces.kineto import parse
+
+    src = Path(__file__).parent / "traces" / "data" / "megatron_sp_tp8_h100.constructed.pt.trace.json.gz"
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    base = parse(json.loads(json.dumps(doc)), "ok.json")
+    n = 0
+    for e in doc["traceEvents"]:
+        a = e.get("args") if isinstance(e, dict) else None
+        if isinstance(a, dict) and "Collective name" in a:
+            a["In msg nelems"], a["Out msg nelems"] = -5, -40
+            n += 1
+    assert n > 0
+    t = parse(doc, "neg.json")
+    assert [c.group_size for c in t.collectives] == [c.group_size for c in base.collectives]
+    assert any(c.group_size for c in t.collectives)
+    assert any("In / Out msg nelems that are not positive counts" in x for x in t.notes)

@@ -238,6 +238,7 @@ def _int(x: Any) -> int | None:
 class _Parse:
     def __init__(self, doc: dict[str, Any], source: str):
         self.doc, self.source, self.notes = doc, source, []
+        self.bad_sizes = 0  # collectives whose In / Out msg nelems were given but not positive counts
         self.host: dict[str, list[_Ev]] = {}
         self.device: list[_Ev] = []
         bad = 0
@@ -398,7 +399,13 @@ class _Parse:
                 d = {"op": op, "in": _int(a.get("In msg nelems")), "out": _int(a.get("Out msg nelems")),
                      "dtype": dtype_of(a.get("dtype")), "group_size": g, "group": pg}  # fmt: skip
                 if d["in"] is None and d["out"] is None:  # some versions leave sizes to the c10d op
-                    d.update(self._from_dims(chain) or {})
+                    if a.get("In msg nelems") is not None or a.get("Out msg nelems") is not None:
+                        self.bad_sizes += 1  # (given, but not a positive count: said in the notes)
+                    dims = self._from_dims(chain) or {}
+                    for known in ("group_size", "group"):  # the annotation's group stands
+                        if d[known] is not None:
+                            dims.pop(known, None)
+                    d.update(dims)
                     d["op"] = op
                 return d
         d = self._from_dims(chain)
@@ -639,6 +646,11 @@ def parse(doc: dict[str, Any], source: str) -> ImportedTrace:
     for dev, iv in spans.items():
         b = busy.get(dev, []) if gpu else busy["cpu"]
         union += sum(e - s - covered(b, s, e) for s, e in _merge(iv))
+    if p.bad_sizes:
+        p.notes.append(
+            f"{p.bad_sizes} collective annotations give In / Out msg nelems that are not positive counts:"
+            " their sizes are taken from the c10d op's input dims where it has them"
+        )
     if enqueue:
         p.notes.append(
             f"{enqueue} collectives have only their host call in the trace (timing cpu-enqueue): "

@@ -127,9 +127,9 @@ def test_the_tile_choice_is_the_full_scans(monkeypatch):
     assert got == full
     # and the bound is a bound: never above the planned alone time
     for s, hw, ch, _, _, tile in cases:
-        for dec in gemm._decompositions(s, hw, hw.compute.cus, ch, frozenset(), tile):
-            p = gemm._plan(s, hw, hw.compute.cus, ch, tuple(range(ch)), frozenset(), tile, dec[0], split=dec[1])
-            assert gemm._compute_bound_s(s, hw, hw.compute.cus, ch, tile, dec) <= p.alone_s(hw) * (1 + 1e-12)
+        for sk in gemm._decompositions(s, hw, hw.compute.cus, ch, frozenset(), tile):
+            p = gemm._plan(s, hw, hw.compute.cus, ch, tuple(range(ch)), frozenset(), tile, sk)
+            assert gemm._compute_bound_s(s, hw, hw.compute.cus, ch, tile, sk) <= p.alone_s(hw) * (1 + 1e-12)
 
 
 def test_a_plan_is_dropped_only_when_it_cannot_beat_the_limit():

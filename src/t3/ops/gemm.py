@@ -441,17 +441,16 @@ def plan_gemm(
         return hit
     best = None
     for t in tile_menu(hw) if tile is None else [tile]:
-        for dec in _decompositions(shape, hw, cus, chunks, bypass, t):
+        for sk in _decompositions(shape, hw, cus, chunks, bypass, t):
             # a candidate whose CU time alone cannot beat the best so far is not planned (its plan, the
             # walk over its blocks, is most of the cost): the choice is the one the full scan makes
             if best is not None:
-                bound = _compute_bound_s(shape, hw, cus, chunks, t, dec) * (1 - 1e-9)  # (rounding margin)
+                bound = _compute_bound_s(shape, hw, cus, chunks, t, sk) * (1 - 1e-9)  # (rounding margin)
                 if bound >= best[0] * (1 - 1e-12):
                     continue
             # (a candidate is also dropped while it is planned, once its waves so far and the CU time of
             # the rest cannot beat the best: most menu tiles lose to memory within their first waves)
-            lim = None if best is None else best[0]
-            p = _plan(shape, hw, cus, chunks, order, bypass, t, dec[0], limit=lim, split=dec[1])
+            p = _plan(shape, hw, cus, chunks, order, bypass, t, sk, limit=None if best is None else best[0])
             if p is None:
                 continue
             est = p.alone_s(hw)
@@ -469,9 +468,9 @@ def plan_gemm(
     return plan
 
 
-def _decompositions(shape, hw, cus, chunks, bypass, tile) -> tuple[tuple[bool, int], ...]:
-    """Whether the plan may run stream-K (``(True, 1)``) beside data-parallel (``(False, 1)``): where the
-    preset's library has it (``compute.stream_k``), on a plain GEMM (one chunk, stores allocating: a T3
+def _decompositions(shape, hw, cus, chunks, bypass, tile) -> tuple[bool, ...]:
+    """Whether the plan may run stream-K (True) beside data-parallel (False): where the preset's library
+    has it (``compute.stream_k``), on a plain GEMM (one chunk, stores allocating: a T3
     or fused schedule's staggered chunks keep whole tiles) of more tiles than one wave whose last wave is
     partial (the hybrid of CUTLASS's stream-K scheduler: whole waves data-parallel, the remainder
     stream-K). Split-K is weighed after the tile is chosen (:func:`_splits`)."""
@@ -479,7 +478,7 @@ def _decompositions(shape, hw, cus, chunks, bypass, tile) -> tuple[tuple[bool, i
     tiles = math.ceil(shape.m / bm) * math.ceil(shape.n / bn)
     wave = cus * hw.compute.wg_per_cu
     ok = hw.compute.stream_k and chunks == 1 and not bypass and tiles > wave and tiles % wave != 0
-    return ((False, 1), (True, 1)) if ok else ((False, 1),)
+    return (False, True) if ok else (False,)
 
 
 def _splits(shape, hw, cus, chunks, bypass, plan) -> range:
@@ -531,7 +530,7 @@ def _tile_s(shape, hw, tile, chunks: int = 1) -> tuple[float, float]:
     return t_main, tile_epilogue_s(hw, *tile_extent(*out, tile), shape.out_elem_bytes)
 
 
-def _compute_bound_s(shape, hw, cus, chunks, tile, decomposition: tuple[bool, int]) -> float:
+def _compute_bound_s(shape, hw, cus, chunks, tile, stream_k: bool) -> float:
     """A lower bound of :meth:`GemmPlan.alone_s` for the plan :func:`_plan` would make, in closed form:
     the launch and every wave's CU time alone (a wave's body takes at least its ``compute_s``, its
     prologue at least nothing), the same arithmetic as the plan's waves."""
@@ -541,12 +540,6 @@ def _compute_bound_s(shape, hw, cus, chunks, tile, decomposition: tuple[bool, in
     wave_size = cus * c.wg_per_cu
     t_main, t_epi = _tile_s(shape, hw, tile, chunks)
     t_tile = t_main + t_epi
-    stream_k, split = decomposition
-    if split > 1:  # one wave (:func:`_decompositions`)
-        used = min(total * split, cus)
-        part, red = split_k_s(hw, total, split, used, tile_extent(shape.m // chunks, shape.n, tile),
-                              shape.out_elem_bytes)  # fmt: skip
-        return 2 * c.kernel_launch_s + math.ceil(total * split / cus) * (t_main / split + part) + red
     full, last = divmod(total, wave_size)
     t = c.kernel_launch_s + full * (math.ceil(wave_size / cus) * t_tile)
     if last:

@@ -154,6 +154,26 @@ def test_second_writer_is_refused(tmp_path):
     execute(grid(bws=(1e11,)), workers=1, store=store, progress=False)
 
 
+def test_a_store_refused_before_any_write_is_left_as_it_was(tmp_path):
+    # a Parquet file that is not a sweep store: refused, and no lock file is left beside it
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    store = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"a": [1]}), store)
+    with pytest.raises(T3Error, match="is not a t3 sweep store"):
+        execute(grid(bws=(1e11,)), workers=1, store=store, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.parquet"]
+    # a store's own lock file, there before the run, stays after a refused run (another sweep's)
+    good = tmp_path / "good.parquet"
+    execute(grid(bws=(1e11,)), workers=1, store=good, progress=False)
+    assert (tmp_path / "good.parquet.lock").exists()
+    pq.write_table(pa.table({"a": [1]}), good)
+    with pytest.raises(T3Error, match="is not a t3 sweep store"):
+        execute(grid(bws=(1e11,)), workers=1, store=good, progress=False)
+    assert (tmp_path / "good.parquet.lock").exists()
+
+
 def test_run_points_equals_run_point_and_run_sweep_has_one_row_per_point():
     points = [
         {"model": "t-nlg", "tp": tp, "sublayer": "op", "config": cfg, "hardware": "paper-80cu",

@@ -148,7 +148,12 @@ def _execute(
     if db is not None and not db.lock():
         raise T3Error(f"--store: '{db.path}' is in use by another sweep")
     try:
-        done = db.done(retry_errors) if db is not None else set()
+        try:
+            done = db.done(retry_errors) if db is not None else set()
+        except Exception:
+            if db is not None:  # refused before anything was written: no lock file left behind
+                db.unlock(discard=True)
+            raise
         todo = [(i, sweep.points[i].point) for k, i in first.items() if k not in done]
         st.skipped = st.total - len(todo)
         check_executor(executor, workers, scheduler)

@@ -203,6 +203,7 @@ class Store:
             )
         self.lockfile = self.path.with_name(self.path.name + ".lock")
         self._lock_fd: int | None = None
+        self._created_lock = False
         self._seq = 0
         self._tag = f"{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
@@ -212,6 +213,7 @@ class Store:
         if fcntl is None or self._lock_fd is not None:
             return True
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        created = not self.lockfile.exists()
         fd = os.open(self.lockfile, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -219,10 +221,15 @@ class Store:
             os.close(fd)
             return False
         self._lock_fd = fd
+        self._created_lock = created
         return True
 
-    def unlock(self) -> None:
+    def unlock(self, discard: bool = False) -> None:
+        """Release the writer lock; ``discard``: also remove the lock file if this lock created it (a run
+        refused before it wrote anything leaves nothing beside the path it refused)."""
         if self._lock_fd is not None:
+            if discard and self._created_lock:
+                self.lockfile.unlink(missing_ok=True)
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
             self._lock_fd = None

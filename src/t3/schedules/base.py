@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from t3.config.hardware import Hardware
@@ -147,30 +148,36 @@ def dram_bytes(traffic: dict[str, float]) -> dict[str, float]:
     return {k: traffic.get(k, 0.0) for k in DRAM_CATEGORIES if k in traffic or not k.startswith("a2a")}
 
 
+def _picker(ids: list[int]) -> Callable[[list[float]], tuple[float, ...]]:
+    """The values at ``ids`` of a list, as a tuple (one C call)."""
+    return itemgetter(*ids) if len(ids) > 1 else (lambda seq, i=ids[0]: (seq[i],))
+
+
+def _span_groups(sched: Schedule) -> tuple[list[tuple[int, Callable]], dict[int, list[tuple[str, Callable]]]]:
+    """The op ids of each GPU and of each (GPU, category), as pickers: computed once per schedule and kept
+    with it (a schedule is not modified once run)."""
+    hit = sched.__dict__.get("_summary_groups")
+    if hit is None:
+        of_gpu: dict[int, list[int]] = {}
+        of_cat: dict[int, dict[str, list[int]]] = {}
+        for o in sched.ops:
+            of_gpu.setdefault(o.gpu, []).append(o.id)
+            of_cat.setdefault(o.gpu, {}).setdefault(o.cat, []).append(o.id)
+        hit = sched.__dict__["_summary_groups"] = (
+            [(g, _picker(ids)) for g, ids in of_gpu.items()],
+            {g: [(c, _picker(ids)) for c, ids in cats.items()] for g, cats in of_cat.items()},
+        )
+    return hit
+
+
 def summarize(result: Result) -> Outcome:
     """Times from op spans on the critical GPU, bytes per GPU from the schedule's traffic."""
     sched: Schedule = result.schedule
-    ops, start, end = sched.ops, result.start, result.end
-    last: dict[int, float] = {}  # per GPU: the end of its last op
-    by_gpu: dict[int, dict[str, list[float]]] = {}  # per GPU: category -> [first start, last end]
-    for o in ops:
-        i, g = o.id, o.gpu
-        e = end[i]
-        if e > last.get(g, -math.inf):
-            last[g] = e
-        spans = by_gpu.get(g)
-        if spans is None:
-            spans = by_gpu[g] = {}
-        sp = spans.get(o.cat)
-        if sp is None:
-            spans[o.cat] = [start[i], e]
-        else:
-            if start[i] < sp[0]:
-                sp[0] = start[i]
-            if e > sp[1]:
-                sp[1] = e
+    start, end = result.start, result.end
+    of_gpu, of_cat = _span_groups(sched)
+    last = {g: max(pick(end)) for g, pick in of_gpu}  # per GPU: the end of its last op
     crit = max(sched.gpus, key=lambda g: last.get(g, 0.0))  # (the critical GPU's spans)
-    busy = {c: hi - lo for c, (lo, hi) in by_gpu.get(crit, {}).items()}
+    busy = {c: max(pick(end)) - min(pick(start)) for c, pick in of_cat.get(crit, ())}
     t = result.makespan
     gemm = busy.get("gemm", 0.0)
     traffic, work = sched.sums_per_gpu()

@@ -146,6 +146,7 @@ class Schedule:
         state = dict(self.__dict__)
         state.pop("_engine_static", None)
         state.pop("_summary_sums", None)
+        state.pop("_summary_groups", None)
         state.pop("_holds", None)
         return state
 

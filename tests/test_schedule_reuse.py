@@ -87,3 +87,32 @@ def test_summary_sums_are_the_ops_traffic_and_hbm_work():
         hbm = [a for o in sched.ops for r, a in o.demands if sched.resources[r].kind == "hbm"]
         assert work == sum(hbm) / g and work > 0
         assert sched.traffic_per_gpu() == traffic and sched.traffic_per_gpu() is not traffic
+
+
+def test_summary_spans_are_the_critical_gpus_first_start_and_last_end():
+    """summarize's spans (op groups kept with the schedule) equal the spans computed op by op here, on
+    every run of one schedule: runs whose times differ (seeded jitter) reuse the groups, not the times."""
+    from t3.schedules.base import summarize
+
+    hw = load_hardware("paper-80cu")
+    op = sublayer_operator(get_model("t-nlg"), "fc2", 4)
+    for sym in (True, False):
+        sched = get_config("t3-mca").run(op, hw, RunOptions(symmetric=sym)).results[0].schedule
+        seen = set()
+        for kw in ({}, {"seed": 1, "jitter": 0.3}, {"seed": 2, "jitter": 0.3}):
+            res = Engine(**kw).run(sched)
+            out = summarize(res)
+            last = {g: max(res.end[o.id] for o in sched.ops if o.gpu == g) for g in sched.gpus}
+            crit = max(sched.gpus, key=lambda g: last[g])
+            busy = {}
+            for c in {o.cat for o in sched.ops if o.gpu == crit}:
+                ids = [o.id for o in sched.ops if o.gpu == crit and o.cat == c]
+                busy[c] = max(res.end[i] for i in ids) - min(res.start[i] for i in ids)
+            assert out.breakdown_s == {
+                "gemm": busy.get("gemm", 0.0),
+                "reduce_scatter": busy.get("rs", 0.0),
+                "all_gather": busy.get("ag", 0.0),
+                "exposed_comm": res.makespan - busy.get("gemm", 0.0),
+            }
+            seen.add(out.breakdown_s["gemm"])
+        assert len(seen) == 3  # the jittered runs' times differ: the spans follow them

@@ -147,6 +147,14 @@ CASES = [
     (("run", "--trace", "{dir}"), "--trace: "),
     (("run", "--set", "bad"), "--set: expected KEY=VALUE"),
     (("run", "--set", "=1"), "--set: empty key"),
+    (
+        ("run", "--set", "hbm.efficiency=1e-300"),
+        "hbm.efficiency: Input should be greater than or equal to 0.0001",
+    ),
+    (
+        ("run", "--set", "compute.gemm_efficiency=1e-9"),
+        "compute.gemm_efficiency: Input should be greater than",
+    ),
     (("run", "--set", "link.latency_s=1e-6", "--set", "link.latency_s=2e-6"), "link.latency_s given twice"),
     (("run", "--set", "link.bw=1"), "link.bw: unknown field"),
     (("run", "--set", "link.bandwidth_Bps=-1"), "link.bandwidth_Bps"),
@@ -242,6 +250,7 @@ CASES = [
     (("sweep", "{sweep:good}", "--store", "{store}", "--workers", "0"), "--workers: must be >= 1"),
     (("sweep", "{sweep:good}", "--store", "{store}", "--executor", "foo"), "--executor: unknown executor"),
     (("sweep", "show", "{tmp}/none.parquet"), "not found"),
+    (("study", "--json", "--markdown"), "--json and --markdown: choose one output format"),
     (("sweep", "show", "{dir}"), "is a directory"),
     (("sweep", "show", "{garbage_store}"), "not a readable Parquet file"),
     (("sweep", "show", "{garbage_store}", "--limit", "-1"), "--limit: must be >= 0"),
@@ -493,3 +502,33 @@ def test_a_collectives_bad_element_counts_keep_its_group_and_are_said(tmp_path):
     assert [c.group_size for c in t.collectives] == [c.group_size for c in base.collectives]
     assert any(c.group_size for c in t.collectives)
     assert any("In / Out msg nelems that are not positive counts" in x for x in t.notes)
+
+
+def test_a_path_the_system_refuses_is_one_line_naming_it(tmp_path, capsys):
+    # a name longer than the file system's limit (255 bytes): the path and the system's reason, exit 2
+    long = "a" * 300
+    for args in (["run", "--hw", long], ["validate", "--data", str(tmp_path / long)]):
+        code, out, err = cli(capsys, *args)
+        assert code == 2 and err.strip().splitlines() == [
+            f"error: '{err.split(chr(39))[1]}': File name too long"
+        ]
+        assert long in err and "Traceback" not in err + out
+    # an output that cannot be written once the work ran: exit 1, one line
+    if Path("/dev/full").exists():
+        code, out, err = cli(capsys, "run", "--model", "t-nlg", "--sublayer", "op", "--tokens", "1024",
+                             "--config", "sequential", "--trace", "/dev/full", "--overwrite")  # fmt: skip
+        assert code == 1 and err.strip().splitlines()[-1] == "error: No space left on device"
+
+
+def test_a_presets_name_is_the_preset_whatever_the_working_directory_holds(tmp_path, monkeypatch):
+    from t3.config.hardware import load_hardware
+    from t3.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h100-8").mkdir()
+    (tmp_path / "mi300x-8").write_text("not toml = = =\n")
+    assert load_hardware("h100-8").name == "h100-8" and load_hardware("mi300x-8").compute.cus == 304
+    with pytest.raises(ConfigError, match=r"'h100-8' is a directory, not a TOML file"):
+        load_hardware("./h100-8")  # a path names the file
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_hardware(Path("mi300x-8"))

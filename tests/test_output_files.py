@@ -48,8 +48,33 @@ def test_trace_import_parquet_never_replaces_a_text_file(tmp_path, capsys):
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
     code, _, err = cli(capsys, "trace", "import", tmp_path / "missing.json", "--parquet", notes)
-    assert code == 2 and "--parquet" in err and "is not a Parquet file; pass --overwrite" in err
+    assert (
+        code == 2
+        and "--parquet" in err
+        and "is not a Parquet file of t3 trace import; pass --overwrite" in err
+    )
     assert notes.read_text() == "my notes\n"
+
+
+def test_trace_import_parquet_replaces_its_own_table_not_a_sweep_store(tmp_path, capsys):
+    # a results store is a Parquet file too: it is never replaced by a trace's pairs without --overwrite
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    trace = Path(__file__).parent / "traces" / "data" / "megatron_sp_tp8_h100.constructed.pt.trace.json.gz"
+    store = tmp_path / "results.parquet"
+    pq.write_table(pa.table({"key": ["a"], "status": ["ok"], "point": [0]}), store)
+    code, _, err = cli(capsys, "trace", "import", trace, "--parquet", store)
+    assert code == 2 and err.strip().splitlines() == [
+        f"error: --parquet: '{store}' exists and is not a Parquet file of t3 trace import; pass --overwrite to"
+        " replace it"
+    ]
+    assert pq.read_schema(store).names == ["key", "status", "point"]  # untouched
+    own = tmp_path / "pairs.parquet"
+    for _ in range(2):  # written, then an earlier output of the command: replaced
+        code, _, err = cli(capsys, "trace", "import", trace, "--parquet", own)
+        assert code in (0, None), err
+    assert {"kind", "relation", "label", "measured_s"} <= set(pq.read_schema(own).names)
 
 
 def test_refusal_comes_before_any_work(tmp_path, capsys, monkeypatch):

@@ -140,6 +140,7 @@ def test_every_input_changes_the_key():
         ({"grid": {"tp": []}}, "grid.tp: expected a non-empty list"),
         ({"grid": {"tp": 8}}, "grid.tp: expected a non-empty list"),
         ({"zip": [{"tp": [2, 4], "tokens": [1024]}]}, "zip[0]: lists must have equal lengths"),
+        ({"zip": [{}]}, "zip[0]: an empty table; give its keys lists of equal length, or remove it"),
         ({"grid": {"tp": [2]}, "zip": [{"tp": [4]}]}, "zip[0].tp: parameter appears twice"),
         ({"base": {"hardware.hbm.nope": 1}}, "hardware.hbm.nope: unknown field"),
         ({"base": {"colour": 1}}, "base.colour: unknown parameter"),

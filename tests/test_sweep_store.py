@@ -174,6 +174,23 @@ def test_a_store_refused_before_any_write_is_left_as_it_was(tmp_path):
     assert (tmp_path / "good.parquet.lock").exists()
 
 
+def test_sweep_show_of_a_file_it_refuses_leaves_nothing_beside_it(tmp_path, capsys):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from t3.cli.main import main
+
+    other = tmp_path / "other.parquet"
+    pq.write_table(pa.table({"a": [1]}), other)
+    junk = tmp_path / "junk.parquet"
+    junk.write_text("x\n")
+    for f, why in ((other, "is not a t3 sweep store"), (junk, "is not a readable Parquet file")):
+        with pytest.raises(SystemExit) as e:
+            main(["sweep", "show", str(f)])
+        assert e.value.code == 2 and why in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["junk.parquet", "other.parquet"]
+
+
 def test_run_points_equals_run_point_and_run_sweep_has_one_row_per_point():
     points = [
         {"model": "t-nlg", "tp": tp, "sublayer": "op", "config": cfg, "hardware": "paper-80cu",

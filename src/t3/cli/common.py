@@ -98,6 +98,23 @@ def _is_parquet(p: Path) -> bool:
         return False
 
 
+# the columns every Parquet file of `t3 trace import --parquet` has (t3.cli.trace._write_parquet)
+TRACE_PARQUET_COLUMNS = frozenset({"kind", "relation", "label", "measured_s"})
+
+
+def _is_trace_parquet(p: Path) -> bool:
+    """A Parquet file `t3 trace import --parquet` wrote (its columns), not any Parquet file: a sweep's
+    results store or another tool's table must never be replaced by a trace's pairs."""
+    if not _is_parquet(p):
+        return False
+    try:
+        import pyarrow.parquet as pq
+
+        return TRACE_PARQUET_COLUMNS <= set(pq.read_schema(p).names)
+    except Exception:  # noqa: BLE001 - an unreadable footer: not ours
+        return False
+
+
 def _is_preset(p: Path) -> bool:
     try:
         with p.open(encoding="utf-8") as f:
@@ -110,6 +127,7 @@ def _is_preset(p: Path) -> bool:
 # only when it is of the command's own kind (an earlier run's output), otherwise only with --overwrite.
 OUTPUT_KINDS = {
     "parquet": ("a Parquet file", _is_parquet),
+    "trace-parquet": ("a Parquet file of t3 trace import", _is_trace_parquet),
     "trace": ("a trace written by t3 run", _is_t3_trace),
     "reproduce-json": (
         "a JSON document of t3 reproduce t3",

@@ -6,6 +6,7 @@ input (one line ``error: ...`` naming the field, nothing ran); 130 interrupted.
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import typer
@@ -100,4 +101,10 @@ def main(argv: list[str] | None = None) -> None:
     except _cx.exceptions.ClickException as err:
         print(f"error: {err.format_message()}", file=sys.stderr)
         sys.exit(err.exit_code)
+    except OSError as err:
+        # a path the system refuses (too long, a special file, no space left): one line naming it, not a
+        # traceback; 1 where the work ran and its output could not be written, 2 for a path given wrong
+        where = f"'{err.filename}': " if err.filename is not None else ""
+        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        sys.exit(1 if err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO) else 2)
     sys.exit(code if isinstance(code, int) else 0)

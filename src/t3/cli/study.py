@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from t3.cli.main import app
+from t3.errors import ConfigError
 from t3.experiments.study import DEFAULT_HARDWARE, DEFAULT_MODELS, DESIGNS, study
 
 _HEAD = {
@@ -86,6 +87,8 @@ def study_cmd(
 ) -> None:
     from t3.provenance import run_fields
 
+    if as_json and markdown:
+        raise ConfigError("--json and --markdown: choose one output format")
     doc = study(
         tuple(hw) if hw else DEFAULT_HARDWARE, tuple(model) if model else DEFAULT_MODELS,
         tuple(tp) if tp else (8,), sublayer, ficco=not no_ficco,

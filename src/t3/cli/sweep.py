@@ -216,17 +216,21 @@ def show_cmd(
     if limit < 0:
         raise ConfigError(f"--limit: must be >= 0 (0 = all rows), got {limit}")
     if columns is not None and not all(c.strip() for c in columns.split(",")):
-        raise ConfigError(f"--columns: expected comma-separated column names, got {columns!r} (an empty name)")
+        raise ConfigError(
+            f"--columns: expected comma-separated column names, got {columns!r} (an empty name)"
+        )
     if store.is_dir():
         raise ConfigError(f"store: '{store}' is a directory, not a .parquet store")
     db = Store(store, option="store")
     if not store.exists() and not db.parts.is_dir():
         raise ConfigError(f"store: '{store}' not found")
     if db.lock():
+        read = False
         try:
             table = db.compact()
-        finally:
-            db.unlock()
+            read = True
+        finally:  # (a file refused as a store keeps nothing beside it: the lock file goes if this made it)
+            db.unlock(discard=not read)
     else:  # a sweep is writing it: read without compacting
         table = db.table()
     df = table.to_pandas()

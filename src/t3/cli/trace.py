@@ -59,7 +59,7 @@ def import_cmd(
     ),
 ) -> None:
     """Find the GEMMs and collectives of a trace, pair them, and show how much communication was exposed."""
-    out = check_output_file(parquet, "--parquet", "parquet", overwrite=overwrite)
+    out = check_output_file(parquet, "--parquet", "trace-parquet", overwrite=overwrite)
     if model is not None:
         from t3.workload import get_model
 
@@ -123,7 +123,9 @@ def _write_parquet(pairs: list[dict], path: Path) -> None:
             else:
                 r[s] = v
         rows.append(r)
-    pd.DataFrame(rows).to_parquet(path, index=False)
+    # (no pairs: the fixed columns still, so that a later run recognises the file as this command's)
+    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=["kind", "relation", "label", "measured_s"])
+    frame.to_parquet(path, index=False)
 
 
 @trace_app.command()

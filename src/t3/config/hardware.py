@@ -39,7 +39,7 @@ class Compute(_Strict):
     )
     gemm_efficiency: float = Field(
         default=1.0,
-        gt=0,
+        ge=1e-4,  # (t3 calibrate searches it down to 1e-4; a GPU sustaining less of its peak is a typo)
         le=1,
         description="fraction of the matrix peak (at gemm_clock_hz) a fed GEMM tile's inner loop reaches",
     )
@@ -192,7 +192,7 @@ class Compute(_Strict):
 
 class Hbm(_Strict):
     bandwidth_Bps: float = Field(gt=0, description="peak DRAM bandwidth per GPU")
-    efficiency: float = Field(default=1.0, gt=0, le=1, description="sustainable fraction of peak")
+    efficiency: float = Field(default=1.0, ge=1e-4, le=1, description="sustainable fraction of peak")
     channels: int = Field(default=32, gt=0, description="memory channels (used by the arbitration model)")
     turnaround: float = Field(
         default=0.0,
@@ -414,7 +414,7 @@ class Collective(_Strict):
     )
     link_efficiency: float = Field(
         default=1.0,
-        gt=0,
+        ge=1e-4,
         le=1,
         description="achievable fraction of link.bandwidth_Bps for a collective's data",
     )
@@ -471,7 +471,7 @@ class Collective(_Strict):
     )
     nvls_efficiency: float = Field(
         default=1.0,
-        gt=0,
+        ge=1e-4,
         le=1,
         description="fraction of the ring's achievable port rate (link.bandwidth_Bps x link_efficiency) NVLS"
         " traffic reaches (NCCL nvlsEfficiency)",
@@ -525,7 +525,7 @@ class Network(_Strict):
     nics_per_node: int = Field(gt=0, description="scale-out NICs per node (GPUDirect RDMA, one rail each)")
     nic_Bps: float = Field(gt=0, description="bytes/s one NIC moves per direction (its line rate)")
     efficiency: float = Field(
-        gt=0, le=1, description="achievable fraction of nic_Bps for the library's transfers"
+        ge=1e-4, le=1, description="achievable fraction of nic_Bps for the library's transfers"
     )
     rail_optimized: bool = Field(
         default=True,
@@ -920,7 +920,10 @@ def load_hardware(name_or_path: str | Path, overrides: dict[str, Any] | None = N
         )
     s = str(name_or_path)
     path: Path | None = Path(s)
-    if s.endswith(".toml") or path.exists():
+    # a preset's name is the preset, whatever file or folder of that name the working directory holds (a
+    # file is named by a path: ./h100-8 or h100-8.toml); the cache makes the common case one lookup
+    named = isinstance(name_or_path, str) and (s in _PRESETS or s in preset_names())
+    if not named and (s.endswith(".toml") or path.exists()):
         data = with_base(read_toml(path, "hardware"), f"hardware '{s}'")
         data.setdefault("name", path.stem)
     else:

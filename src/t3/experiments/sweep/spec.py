@@ -283,6 +283,10 @@ def spec_from_dict(
         grid = _check_grid("grid", spec.grid, seen)
         zips = []
         for i, z in enumerate(spec.zip):
+            if not z:
+                raise ConfigError(
+                    f"zip[{i}]: an empty table; give its keys lists of equal length, or remove it"
+                )
             zg = _check_grid(f"zip[{i}]", z, seen)
             lengths = {len(v) for v in zg.values()}
             if len(lengths) > 1:

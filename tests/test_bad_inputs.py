@@ -448,7 +448,11 @@ def test_overwrite_without_its_file_an_empty_file_name_and_an_unnamed_model_are_
 
     for args, want in (
         (["run", "--overwrite"], "--overwrite: it replaces the --trace file; no --trace was given"),
-        (["run", "--trace", ""], "--trace: an empty name; give a file name"),
+        (["run", "--trace", ""], "--trace: an empty value; give one"),
+        # an empty path would be the working directory: refused for every option and argument
+        (["reproduce", "t3", "--out", ""], "--out: an empty value; give one"),
+        (["validate", "--plot="], "--plot: an empty value; give one"),
+        (["trace", "import", ""], "an empty argument; give a value"),
     ):
         p = subprocess.run([sys.executable, "-m", "t3", *args], capture_output=True, text=True)
         assert p.returncode == 2 and want in p.stderr, p.stderr

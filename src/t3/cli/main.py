@@ -74,6 +74,22 @@ def _usage_line(err) -> str:
     return f"error: {err.format_message()} (see {cmd} --help)"
 
 
+def _refuse_empty(args: list[str]) -> None:
+    """An empty argument is a mistake whatever it was meant to give: an empty path would name the working
+    directory (a reproduction written there), an empty name nothing. Refused before anything runs."""
+    from t3.errors import ConfigError
+
+    for i, a in enumerate(args):
+        if a.startswith("--") and a.endswith("=") and "=" not in a[:-1]:
+            raise ConfigError(f"{a[:-1]}: an empty value; give one")
+        if a == "":
+            after = next((x for x in reversed(args[:i]) if x.startswith("-")), None)
+            where = f"{after}: " if after is not None and i > 0 and args[i - 1] == after else ""
+            raise ConfigError(
+                f"{where}an empty value; give one" if where else "an empty argument; give a value"
+            )
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the command, turns bad input into one line on stderr and an exit status."""
     from t3 import _gc
@@ -83,6 +99,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else list(argv)
     set_command(args)
     try:
+        _refuse_empty(args)
         _register()
         from t3.sim.engine import check_engine
 

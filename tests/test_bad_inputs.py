@@ -250,6 +250,8 @@ CASES = [
     (("sweep", "{sweep:good}", "--store", "{store}", "--workers", "0"), "--workers: must be >= 1"),
     (("sweep", "{sweep:good}", "--store", "{store}", "--executor", "foo"), "--executor: unknown executor"),
     (("sweep", "show", "{tmp}/none.parquet"), "not found"),
+    (("sweep", "{sweep:good}", "--dry-run", "--store", "{store}"), "--store: not used with --dry-run"),
+    (("sweep", "{sweep:good}", "--dry-run", "--keep-going"), "--keep-going: not used with --dry-run"),
     (("study", "--json", "--markdown"), "--json and --markdown: choose one output format"),
     (("sweep", "show", "{dir}"), "is a directory"),
     (("sweep", "show", "{garbage_store}"), "not a readable Parquet file"),

@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -189,6 +190,20 @@ def test_sweep_show_of_a_file_it_refuses_leaves_nothing_beside_it(tmp_path, caps
             main(["sweep", "show", str(f)])
         assert e.value.code == 2 and why in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["junk.parquet", "other.parquet"]
+
+
+def test_a_store_path_that_is_not_utf8_is_refused_before_anything_is_created(tmp_path, capsys):
+    import os
+
+    from t3.cli.main import main
+
+    spec = Path(__file__).resolve().parents[1] / "examples" / "sweeps" / "link-bandwidth.toml"
+    bad = os.path.join(str(tmp_path), os.fsdecode(b"\xff.parquet"))
+    for args in (["sweep", "run", str(spec), "--store", bad, "--no-progress"], ["sweep", "show", bad]):
+        with pytest.raises(SystemExit) as e:
+            main(args)
+        assert e.value.code == 2 and "is not a valid UTF-8 path" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_run_points_equals_run_point_and_run_sweep_has_one_row_per_point():

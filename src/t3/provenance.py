@@ -25,7 +25,9 @@ _command: list[str] | None = None
 def set_command(argv: list[str]) -> None:
     """Record the command line of this process (the ``t3`` entry point calls it with its arguments)."""
     global _command
-    _command = ["t3", *argv]
+    # (an argument that is not valid text, a file name's undecodable bytes, is kept escaped: the command is
+    # written into JSON and Parquet metadata, which take UTF-8 only)
+    _command = ["t3", *(a.encode("utf-8", "backslashreplace").decode("utf-8") for a in argv)]
 
 
 def command() -> str:

@@ -118,6 +118,11 @@ def main(argv: list[str] | None = None) -> None:
     except _cx.exceptions.ClickException as err:
         print(f"error: {err.format_message()}", file=sys.stderr)
         sys.exit(err.exit_code)
+    except UnicodeError as err:  # a path or value that cannot be encoded for the system (lone surrogates)
+        print(
+            f"error: a path or value that is not valid text ({err.reason}); give it in UTF-8", file=sys.stderr
+        )
+        sys.exit(2)
     except OSError as err:
         # a path the system refuses (too long, a special file, no space left): one line naming it, not a
         # traceback; 1 where the work ran and its output could not be written, 2 for a path given wrong

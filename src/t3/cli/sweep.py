@@ -82,6 +82,15 @@ def run_cmd(
     from t3.experiments.sweep.executors import check_executor
     from t3.experiments.sweep.spec import point_work
 
+    if dry_run:  # it runs nothing: an option of the run would be ignored
+        given = [("--store", store is not None), ("--workers", workers is not None),
+                 ("--scheduler", scheduler is not None), ("--executor", executor != "local"),
+                 ("--keep-going", keep_going), ("--keep-errors", not retry_errors), ("--flush-s", flush_s != 1.0)]  # fmt: skip
+        for opt, on in given:
+            if on:
+                raise ConfigError(
+                    f"{opt}: not used with --dry-run, which validates the spec and runs nothing"
+                )
     check_executor(executor, workers, scheduler)
     if not dry_run and store is None:
         raise ConfigError("--store: required (a path ending in .parquet)")

@@ -191,6 +191,11 @@ class Store:
 
     def __init__(self, path: str | Path, option: str = "--store") -> None:
         self.path = Path(path)
+        try:  # (Parquet's writer takes UTF-8 paths only: refused before the lock and journal exist)
+            str(self.path).encode("utf-8")
+        except UnicodeEncodeError:
+            shown = str(self.path).encode("utf-8", "backslashreplace").decode("utf-8")
+            raise ConfigError(f"{option}: '{shown}' is not a valid UTF-8 path; choose another name") from None
         if self.path.suffix != ".parquet":
             raise ConfigError(f"{option}: expected a path ending in .parquet, got '{self.path}'")
         if self.path.exists() and not self.path.is_file():

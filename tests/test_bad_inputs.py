@@ -538,3 +538,29 @@ def test_a_presets_name_is_the_preset_whatever_the_working_directory_holds(tmp_p
         load_hardware("./h100-8")  # a path names the file
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_hardware(Path("mi300x-8"))
+
+
+@pytest.mark.parametrize("bad", [0, -8, "8x", 1.5, True])
+def test_a_collectives_group_size_that_is_not_a_count_is_said(bad):
+    """A Group size that is not a positive count falls back to the process group's or the world's size, as
+    a missing one does, and the notes say how many annotations gave one."""
+    import gzip
+    import json
+
+    from t3.traces.kineto import parse
+
+    src = Path(__file__).parent / "traces" / "data" / "megatron_sp_tp8_h100.constructed.pt.trace.json.gz"
+    doc = json.loads(gzip.decompress(src.read_bytes()))
+    base = parse(json.loads(json.dumps(doc)), "ok.json")
+    assert not any("Group size" in x for x in base.notes)
+    n = 0
+    for e in doc["traceEvents"]:
+        a = e.get("args") if isinstance(e, dict) else None
+        if isinstance(a, dict) and "Group size" in a:
+            a["Group size"] = bad
+            n += 1
+    assert n > 0
+    t = parse(doc, "bad.json")
+    said = [x for x in t.notes if "give a Group size that is not a positive count" in x]
+    assert len(said) == 1 and said[0].startswith(f"{len(t.collectives)} collectives' annotations give")
+    assert [c.group_size for c in t.collectives] == [c.group_size for c in base.collectives]

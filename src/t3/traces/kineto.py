@@ -239,6 +239,7 @@ class _Parse:
     def __init__(self, doc: dict[str, Any], source: str):
         self.doc, self.source, self.notes = doc, source, []
         self.bad_sizes = 0  # collectives whose In / Out msg nelems were given but not positive counts
+        self.bad_groups = 0  # collective annotations whose Group size was given but is not a positive count
         self.host: dict[str, list[_Ev]] = {}
         self.device: list[_Ev] = []
         bad = 0
@@ -376,6 +377,8 @@ class _Parse:
 
     def _group(self, args: dict, default_pg: str | None = None) -> tuple[int | None, str | None]:
         g = _int(args.get("Group size"))
+        if g is None and args.get("Group size") is not None:
+            self.bad_groups += 1  # (given, but not a positive count: said in the notes)
         pg = args.get("Process Group Name")
         pg = str(pg) if pg is not None else default_pg
         if g is None and pg is not None:
@@ -650,6 +653,11 @@ def parse(doc: dict[str, Any], source: str) -> ImportedTrace:
         p.notes.append(
             f"{p.bad_sizes} collective annotations give In / Out msg nelems that are not positive counts:"
             " their sizes are taken from the c10d op's input dims where it has them"
+        )
+    if p.bad_groups:
+        p.notes.append(
+            f"{p.bad_groups} collectives' annotations give a Group size that is not a positive count: their"
+            " group is taken from the process group's size or the world size instead"
         )
     if enqueue:
         p.notes.append(

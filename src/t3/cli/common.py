@@ -98,8 +98,8 @@ def _is_parquet(p: Path) -> bool:
         return False
 
 
-# the columns every Parquet file of `t3 trace import --parquet` has (t3.cli.trace._write_parquet)
-TRACE_PARQUET_COLUMNS = frozenset({"kind", "relation", "label", "measured_s"})
+# the columns every Parquet file of `t3 trace import --parquet` has, first (t3.cli.trace._write_parquet)
+TRACE_PARQUET_COLUMNS = ("kind", "relation", "label", "measured_s")
 
 
 def _is_trace_parquet(p: Path) -> bool:
@@ -110,7 +110,7 @@ def _is_trace_parquet(p: Path) -> bool:
     try:
         import pyarrow.parquet as pq
 
-        return TRACE_PARQUET_COLUMNS <= set(pq.read_schema(p).names)
+        return set(TRACE_PARQUET_COLUMNS) <= set(pq.read_schema(p).names)
     except Exception:  # noqa: BLE001 - an unreadable footer: not ours
         return False
 

@@ -83,10 +83,9 @@ def _refuse_empty(args: list[str]) -> None:
         if a.startswith("--") and a.endswith("=") and "=" not in a[:-1]:
             raise ConfigError(f"{a[:-1]}: an empty value; give one")
         if a == "":
-            after = next((x for x in reversed(args[:i]) if x.startswith("-")), None)
-            where = f"{after}: " if after is not None and i > 0 and args[i - 1] == after else ""
+            opt = args[i - 1] if i > 0 and args[i - 1].startswith("-") else None
             raise ConfigError(
-                f"{where}an empty value; give one" if where else "an empty argument; give a value"
+                f"{opt}: an empty value; give one" if opt else "an empty argument; give a value"
             )
 
 

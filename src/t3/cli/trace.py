@@ -13,6 +13,7 @@ from rich.table import Table
 from t3.cli.common import (
     OUTPUT_DIR_RULE,
     OUTPUT_RULE,
+    TRACE_PARQUET_COLUMNS,
     check_output_dir,
     check_output_file,
     fmt_bytes,
@@ -124,7 +125,7 @@ def _write_parquet(pairs: list[dict], path: Path) -> None:
                 r[s] = v
         rows.append(r)
     # (no pairs: the fixed columns still, so that a later run recognises the file as this command's)
-    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=["kind", "relation", "label", "measured_s"])
+    frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(TRACE_PARQUET_COLUMNS))
     frame.to_parquet(path, index=False)
 
 

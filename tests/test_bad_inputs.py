@@ -4,6 +4,7 @@ traceback, never a hang. The pathological sizes are refused quickly unless --for
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -129,7 +130,15 @@ CASES = [
     # t3 run: workload, options, paths, overrides
     (("run", "--tp", "0"), "tp: must be >= 2"),
     (("run", "--tp", "3"), "not divisible by tp=3"),
-    (("run", "--tp", "abc"), "'--tp'"),
+    (("run", "--tp", "abc"), "--tp: 'abc' is not an integer written in digits"),
+    (("run", "--tp", "1_6"), "--tp: '1_6' is not an integer written in digits"),
+    (("run", "--tokens", " 512"), "--tokens: ' 512' is not an integer"),
+    (("run", "--tp", "8", "--tp", "16"), "--tp: given twice; give it once"),
+    (
+        ("trace", "project", "t.json", "--same-hw", "--other-hw"),
+        "--other-hw: given twice (also as --same-hw)",
+    ),
+    (("sweep", "s.toml", "--flush-s", "inf"), "--flush-s: 'inf' is not a number written in digits"),
     (("run", "--bogus"), "--bogus"),
     (("run", "--tokens", "0"), "tokens: must be > 0"),
     (("run", "--tokens", "1001"), "tokens: 1001"),
@@ -263,7 +272,7 @@ CASES = [
     (("ficco", "explore", "--gpus", "1024"), "gpus: 1024 GPUs exceed the mesh"),
     (("ficco", "explore", "--dtype", "fp64"), "dtype: unknown dtype 'fp64'"),
     (("ficco", "explore", "--skew", "1"), "skew: must be in [0, 1)"),
-    (("ficco", "explore", "--skew", "nan", "--op", "moe"), "skew: must be in [0, 1)"),
+    (("ficco", "explore", "--skew", "nan", "--op", "moe"), "--skew: 'nan' is not a number written in digits"),
     (("ficco", "explore", "--skew", "0.5"), "skew: only the moe operation"),
     (("ficco", "explore", "--top", "0"), "--top: must be >= 1"),
     (("ficco", "explore", "--top", "-1"), "--top: must be >= 1"),
@@ -564,3 +573,11 @@ def test_a_collectives_group_size_that_is_not_a_count_is_said(bad):
     said = [x for x in t.notes if "give a Group size that is not a positive count" in x]
     assert len(said) == 1 and said[0].startswith(f"{len(t.collectives)} collectives' annotations give")
     assert [c.group_size for c in t.collectives] == [c.group_size for c in base.collectives]
+
+
+def test_columns_zero_is_an_unknown_width_not_an_empty_table():
+    # COLUMNS=0 means "width unknown" (as coreutils read it); taken as a width, every table printed empty
+    env = {**os.environ, "COLUMNS": "0"}
+    p = subprocess.run([sys.executable, "-m", "t3", "presets"], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "h100-8" in p.stdout and "mi300x-8" in p.stdout

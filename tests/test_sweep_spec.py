@@ -63,11 +63,11 @@ def test_options_and_params_reach_run_point_contract():
                 "options.functional": True,
                 "options.params.functional_seed": 4,
             },
-            "grid": {"options.comm_cus": [8, 16], "options.jitter": [0.0, 0.5]},
+            "grid": {"options.seed": [8, 16], "options.jitter": [0.0, 0.5]},
         }
     )
     assert sw.points[1].point["options"] == {
-        "params": {"functional_seed": 4}, "functional": True, "comm_cus": 8, "jitter": 0.5,
+        "params": {"functional_seed": 4}, "functional": True, "seed": 8, "jitter": 0.5,
     }  # fmt: skip
     assert len(set(sw.keys)) == 4
 
@@ -115,9 +115,14 @@ def test_every_input_changes_the_key():
     for k, v in [
         ("hardware.link.bandwidth_Bps", 7e10), ("hardware.mca.occupancy_threshold", 0.5),
         ("hardware.tracker.entries", 64), ("config", "concurrent"), ("tp", 4), ("tokens", 2048),
-        ("sublayer", "fc2"), ("options.comm_cus", 8), ("hardware", "mi300x-8"),
+        ("sublayer", "fc2"), ("options.seed", 3), ("hardware", "mi300x-8"),
     ]:  # fmt: skip
         assert spec_from_dict({"base": {**SMALL, k: v}}).keys[0] != base, k
+    conc = {**SMALL, "config": "concurrent"}
+    assert (
+        spec_from_dict({"base": {**conc, "options.comm_cus": 8}}).keys[0]
+        != spec_from_dict({"base": conc}).keys[0]
+    )
     fn = {**SMALL, "config": "t3", "tp": 4, "options.functional": True}
     assert (
         spec_from_dict({"base": {**fn, "options.params.functional_seed": 1}}).keys[0]
@@ -145,6 +150,15 @@ def test_every_input_changes_the_key():
         ({"base": {"hardware.hbm.nope": 1}}, "hardware.hbm.nope: unknown field"),
         ({"base": {"colour": 1}}, "base.colour: unknown parameter"),
         ({"grids": {}}, "grids: unknown key"),
+        # options no point uses: a value without effect, or a run that would fail on every point
+        (
+            {"grid": {"options.comm_cus": [8, 16]}},
+            "options.comm_cus: only the 'concurrent' configuration uses",
+        ),
+        (
+            {"base": {"options.functional": True}},
+            "functional: configuration 'sequential' has no functional mode",
+        ),
     ],
 )
 def test_bad_spec_names_the_key(data, needle):
@@ -190,3 +204,10 @@ def test_cli_dry_run_counts_points():
     )
     assert p.returncode == 0, p.stderr
     assert "30 points (30 distinct) valid" in p.stdout  # 5 bandwidths x 3 configs x 2 sublayers
+
+
+def test_comm_cus_over_a_grid_of_configurations_is_kept_for_the_concurrent_points():
+    sw = spec_from_dict(
+        {"base": {**SMALL, "options.comm_cus": 8}, "grid": {"config": ["sequential", "concurrent"]}}
+    )
+    assert len(sw) == 2

@@ -145,6 +145,10 @@ def test_only_and_overwrite(run, tmp_path):
         ([*CPU, "--tag", "a b"], "--tag: 'a b' must be letters"),
         ([*CPU, "--blocks", "1,0"], "--blocks: '0' is not a whole number of thread blocks >= 1"),
         ([*CPU, "--blocks", "4,x"], "--blocks: 'x' is not a whole number"),
+        (
+            [*CPU, "--only", "gemm,latency", "--blocks", "4"],
+            "--blocks: the k-block copies are measured by the hbm and",
+        ),
     ],
 )
 def test_bad_input_is_one_line_before_any_work(tmp_path, extra, needle):

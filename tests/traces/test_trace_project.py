@@ -124,3 +124,21 @@ def test_outputs_checked_before_work(tmp_path):
     assert p.returncode == 2 and "--parquet" in p.stderr and "is a file" in p.stderr
     p = _t3("trace", "project", str(GPU), "--ficco", "maybe", "--out", str(tmp_path / "o"))
     assert p.returncode == 2 and "--ficco" in p.stderr and not (tmp_path / "o").exists()
+
+
+def test_gpus_override_is_the_group_shown_and_predicted(tmp_path):
+    # --gpus 4: every pair is predicted on 4 GPUs, and the table and the JSON say 4, not the trace's 8
+    p = _t3("trace", "project", str(GPU), "--ficco", "select", "--gpus", "4", "--out", str(tmp_path / "o"))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "o" / "projection.json").read_text())
+    assert doc["pairs"] and {q["collective"]["group_size"] for q in doc["pairs"]} == {8}  # (the trace's)
+    assert {q["predicted"]["gpus"] for q in doc["pairs"]} == {4}
+    on4 = project(import_trace(GPU), load_hardware("h100-8"), ficco="select", gpus=4)
+    assert [r.time("sequential").time_s for r in on4.rows] == [
+        q["predicted"]["sequential"]["time_s"] for q in doc["pairs"]
+    ]
+    table = p.stdout.split("per pair")[1].split("projected")[0]
+    head = next(ln for ln in table.splitlines() if "GPUs" in ln).split("┃")
+    at = [c.strip() for c in head].index("GPUs")
+    cells = {ln.split("│")[at].strip() for ln in table.splitlines() if ln.count("│") > 5}
+    assert cells == {"4"}

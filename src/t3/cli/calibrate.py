@@ -14,6 +14,7 @@ from rich.table import Table
 from t3.cli.common import OUTPUT_RULE, check_output_file
 from t3.cli.main import app
 from t3.errors import ConfigError, T3Error
+from t3.files import write_text
 
 _MEAS = typer.Option(..., "--measured", help="a `t3 measure --out` directory (or its measured.toml)")
 _BASE = typer.Option(..., "--base", help="the preset to start from (e.g. h100-8), or a preset TOML file")
@@ -106,7 +107,7 @@ def calibrate(
     ]
     new = apply(text, out.stem, header, cb.edits(cal, gpu, date))
     hardware_from_dict(parse_toml(new, f"--out '{out}'"), out.stem)  # valid before it is written
-    out.write_text(new, encoding="utf-8")
+    write_text(out, new)
     load_hardware(out)
     intf, intf_msg = _interference(rows, out)
     if as_json:

@@ -144,7 +144,9 @@ def check_output_file(
     """An output file, checked before any work, by one rule for every command: not a directory; its
     missing parent folders are created; an existing file is replaced only when it is of the command's
     own ``kind`` (:data:`OUTPUT_KINDS`: an earlier run's output) or with ``--overwrite``
-    (``overwrite_flag=False`` where the command has none: the file must be moved aside)."""
+    (``overwrite_flag=False`` where the command has none: the file must be moved aside). A path that
+    exists and is not a regular file (a device, a pipe) is written in place and never read
+    (:mod:`t3.files`)."""
     if path is None:
         if overwrite:  # (said, not ignored: it names what it would replace)
             raise ConfigError(f"--overwrite: it replaces the {option} file; no {option} was given")
@@ -158,6 +160,10 @@ def check_output_file(
     if p.exists():
         if not os.access(p, os.W_OK):
             raise ConfigError(f"{option}: '{p}' exists and is not writable")
+        if (
+            not p.is_file()
+        ):  # a device or a pipe (/dev/stdout, a shell's >(...)): written in place, never read
+            return p
         what, own = OUTPUT_KINDS[kind]
         if not overwrite and not own(p):
             how = (
@@ -247,6 +253,8 @@ def check_output_dir(
         f = p / name
         if f.is_dir():
             raise ConfigError(f"{option}: '{f}' is a directory where {what} writes a file; move it aside")
+        if f.exists() and not f.is_file():
+            raise ConfigError(f"{option}: '{f}' is not a regular file where {what} writes one; move it aside")
         if f.exists() and not os.access(f, os.W_OK):
             raise ConfigError(f"{option}: '{f}' exists and is not writable")
     earlier = marker is not None and (p / marker).is_file() and own(p / marker)

@@ -7,7 +7,10 @@ input (one line ``error: ...`` naming the field, nothing ran); 130 interrupted.
 from __future__ import annotations
 
 import errno
+import os
+import re
 import sys
+from typing import Any
 
 import typer
 import typer.core
@@ -89,17 +92,91 @@ def _refuse_empty(args: list[str]) -> None:
             )
 
 
+# how a number is written on the command line: digits, nothing else (Python's int() and float() also
+# take '1_6' for 16, spaces around it, 'inf' and 'nan')
+_NUMBER = {
+    int: re.compile(r"[+-]?[0-9]+"),
+    float: re.compile(r"[+-]?([0-9]+([.][0-9]*)?|[.][0-9]+)([eE][+-]?[0-9]+)?"),
+}
+
+
+def _command_of(args: list[str]) -> tuple[Any, list[str]]:
+    """The click command ``args`` run and the arguments after its name."""
+    import typer.main
+
+    cmd, i = typer.main.get_command(app), 0
+    while hasattr(cmd, "commands"):
+        if i < len(args) and args[i] in cmd.commands:
+            cmd, i = cmd.commands[args[i]], i + 1
+        elif cmd.name == "sweep" and "run" in cmd.commands:  # `t3 sweep SPEC` is `t3 sweep run SPEC`
+            cmd = cmd.commands["run"]
+        else:
+            break
+    return cmd, args[i:]
+
+
+def _refuse_silent_options(args: list[str]) -> None:
+    """Two readings of the command line that would change a run without a word, refused before
+    anything runs: an option given twice (click keeps the last value: `--tp 8 --tp 16` ran TP 16), and
+    a number not written in digits (`--tp 1_6` ran TP 16, `--tokens ' 512'` 512)."""
+    import inspect
+    import typing
+
+    from t3.errors import ConfigError
+
+    cmd, rest = _command_of(args)
+    if hasattr(cmd, "commands") or cmd.callback is None:
+        return
+    try:
+        hints = typing.get_type_hints(inspect.unwrap(cmd.callback))
+    except Exception:  # noqa: BLE001 - (every command's hints resolve; a failure leaves the numbers unchecked)
+        hints = {}
+    by_opt = {
+        o: p for p in cmd.params for o in (*p.opts, *getattr(p, "secondary_opts", ())) if o.startswith("-")
+    }
+    seen: dict[str, str] = {}
+    i = 0
+    while i < len(rest):
+        a = rest[i]
+        i += 1
+        if a == "--":
+            break
+        name, eq, inline = a.partition("=")
+        p = by_opt.get(name) if a.startswith("-") else None
+        if p is None:
+            continue
+        if not (getattr(p, "multiple", False) or getattr(p, "count", False)):
+            if p.name in seen:
+                also = "" if seen[p.name] == name else f" (also as {seen[p.name]})"
+                raise ConfigError(f"{name}: given twice{also}; give it once")
+            seen[p.name] = name
+        if getattr(p, "is_flag", False):
+            continue
+        value = inline if eq else (rest[i] if i < len(rest) else None)
+        if not eq:
+            i += 1
+        kinds = {t for t in typing.get_args(hints.get(p.name)) or (hints.get(p.name),) if t in _NUMBER}
+        if value is not None and len(kinds) == 1:
+            (kind,) = kinds
+            if not _NUMBER[kind].fullmatch(value):
+                what = "an integer" if kind is int else "a number"
+                raise ConfigError(f"{name}: '{value}' is not {what} written in digits")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: runs the command, turns bad input into one line on stderr and an exit status."""
     from t3 import _gc
     from t3.provenance import set_command
 
     _gc.tune()  # (the collector's older generations would rescan the simulator's caches: t3._gc)
+    if os.environ.get("COLUMNS", "").strip() == "0":  # 0 means "width unknown" (as coreutils read it);
+        del os.environ["COLUMNS"]  # rich would print every table 0 columns wide, i.e. empty
     args = sys.argv[1:] if argv is None else list(argv)
     set_command(args)
     try:
         _refuse_empty(args)
         _register()
+        _refuse_silent_options(args)
         from t3.sim.engine import check_engine
 
         check_engine()  # an engine choice the environment asks for and cannot have (T3_ENGINE): one line

@@ -20,6 +20,7 @@ from t3.cli.common import (
     parse_overrides,
 )
 from t3.cli.reproduce import reproduce_app
+from t3.files import write_text
 
 KEEP_GOING = (
     "a simulation point that fails is listed in the report and JSON and its configuration left out of "
@@ -88,12 +89,12 @@ def reproduce_t3(
         doc = {"provenance": provenance(load_hardware(hw, plan.hw_overrides or None)), **doc}
         out.mkdir(parents=True, exist_ok=True)
         text = json.dumps(doc, indent=1)
-        (out / "t3.json").write_text(text + "\n")
+        write_text(out / "t3.json", text + "\n")
         if json_file is not None:
-            json_file.write_text(text + "\n")
+            write_text(json_file, text + "\n")
         jobs = [] if no_figures else figure_jobs(doc, out)
         figs = sorted(figure_pool.map("_render", [(j,) for j in jobs]))
-    (out / "report.md").write_text(report.render(doc, figs) + "\n")
+    write_text(out / "report.md", report.render(doc, figs) + "\n")
     c = Console()
     err = Console(stderr=True)
     s = doc["summary"]

@@ -22,6 +22,7 @@ from t3.cli.common import (
 )
 from t3.cli.main import app
 from t3.errors import ConfigError
+from t3.files import replacing, write_text
 
 trace_app = typer.Typer(
     help="Your trace: import a torch.profiler trace, project T3 / FiCCO overlap on a preset.",
@@ -126,7 +127,8 @@ def _write_parquet(pairs: list[dict], path: Path) -> None:
         rows.append(r)
     # (no pairs: the fixed columns still, so that a later run recognises the file as this command's)
     frame = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(TRACE_PARQUET_COLUMNS))
-    frame.to_parquet(path, index=False)
+    with replacing(path) as tmp:
+        frame.to_parquet(tmp, index=False)
 
 
 @trace_app.command()
@@ -186,7 +188,7 @@ def project(
     write_perfetto(pr, files["perfetto"])
     write_figure(pr, files["figure"])
     doc["outputs"] = {k: str(v) for k, v in files.items()}
-    files["json"].write_text(json.dumps(doc, indent=1) + "\n")
+    write_text(files["json"], json.dumps(doc, indent=1) + "\n")
     if as_json:
         print(json.dumps(doc))
         return
@@ -217,7 +219,7 @@ def _print_projection(pr, doc: dict) -> None:
             if n.startswith("n/a") or n.startswith("hypothetical"):
                 notes.add(n)
         f = r.time("ficco")
-        tb.add_row(str(i), f"{p.kind} {p.label.split(' ')[0]}" if p.label else p.kind, f"{g.shape()} {g.dtype}", str(p.collective.group_size or "?"),
+        tb.add_row(str(i), f"{p.kind} {p.label.split(' ')[0]}" if p.label else p.kind, f"{g.shape()} {g.dtype}", str(r.gpus or "?"),
                    fmt_time(p.measured_s), *(_cell(r.time(s)) for s in ("sequential", "ideal", "t3", "t3-mca")),
                    _cell(f), f.schedule or "-")  # fmt: skip
     c.print(tb)

@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 from t3.experiments.reproduce_t3 import COMPARED, DRAM_CATS, figure_jobs, key  # noqa: E402
+from t3.files import save_figure  # noqa: E402
 
 COLORS = {
     "ideal-gemm-rs-overlap": "#9e9e9e",
@@ -35,7 +36,7 @@ def _label(p: dict) -> str:
 
 def _save(fig, path: Path) -> str:
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata=META)
+    save_figure(fig, path, dpi=110, metadata=META)
     plt.close(fig)
     return path.name
 

@@ -61,6 +61,7 @@ from t3.ficco.trainset import (
     FRESH9_OPERATORS,
     FRESH_OPERATORS,
 )
+from t3.files import replacing, save_figure, write_text
 from t3.provenance import provenance
 from t3.size import explore_work
 
@@ -371,9 +372,9 @@ def reproduce(
         "explorations": [_summary(r) for r in rows],
     }
     write_schedules(rows, out_dir / SCHEDULES, result["provenance"])
-    (out_dir / "ficco.json").write_text(json.dumps(result, indent=1, sort_keys=True, default=_nan))
+    write_text(out_dir / "ficco.json", json.dumps(result, indent=1, sort_keys=True, default=_nan))
     figs = figures(rows, ev, char, out_dir)
-    (out_dir / "report.md").write_text(report(result, rows, figs))
+    write_text(out_dir / "report.md", report(result, rows, figs))
     return result
 
 
@@ -423,7 +424,8 @@ def write_schedules(rows: list[dict], path: Path, prov: dict) -> None:
         df[c] = df[c].astype("float64")
     meta = {b"t3.provenance": json.dumps(prov, sort_keys=True).encode()}
     table = pa.Table.from_pandas(df, preserve_index=False)
-    pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **meta}), path)
+    with replacing(path) as tmp:
+        pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}), **meta}), tmp)
 
 
 LOSS_KEYS = ("decomposition_s", "contention_s", "decomposition_pct", "contention_pct", "decomposition_gemm_s",
@@ -500,7 +502,7 @@ def figures(rows: list[dict], ev: dict, char: dict, out: Path) -> list[str]:
     names: list[str] = []
 
     def save(fig, name: str) -> None:
-        fig.savefig(out / name, dpi=110, bbox_inches="tight")  # no title or label cut off
+        save_figure(fig, out / name, dpi=110, bbox_inches="tight")  # no title or label cut off
         plt.close(fig)
         names.append(name)
 

@@ -75,7 +75,11 @@ def parse_only(only: str | None) -> list[str]:
 def check_options(o: MeasureOptions) -> list[str]:
     """Every check that needs no device, before any work; returns the suites to run."""
     suites = parse_only(o.only)
-    parse_blocks(o.blocks)
+    if parse_blocks(o.blocks) is not None and not {"hbm", "interference"} & set(suites):
+        raise ConfigError(
+            f"--blocks: the k-block copies are measured by the hbm and interference suites; --only {o.only}"
+            " runs neither (add one, or leave --blocks out)"
+        )
     if o.device not in DEVICES:
         raise ConfigError(f"--device: unknown device '{o.device}' (available: {', '.join(DEVICES)})")
     if o.budget_s is not None and not o.budget_s > 0:

@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from t3.files import write_text
 from t3.sim.engine import Result
 
 US = 1e6  # trace timestamps are microseconds
@@ -148,5 +149,5 @@ def write_trace(
                 raise ValueError(f"trace: non-finite {k} in event {e['name']}")
     doc = {"traceEvents": ev, "displayTimeUnit": "ns",
            "otherData": {"units": "ts/dur in microseconds", **(other or {})}}  # fmt: skip
-    Path(path).write_text(json.dumps(doc, separators=(",", ":")))
+    write_text(path, json.dumps(doc, separators=(",", ":")))
     return len(ev)

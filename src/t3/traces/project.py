@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from t3.config.hardware import Hardware
+from t3.files import save_figure, write_text
 from t3.traces.predict import SCHEDULES, PairPrediction, Prediction, Predictor
 from t3.traces.schema import ImportedTrace, Pair, TraceError
 
@@ -53,6 +54,7 @@ class PairProjection:
     pair: Pair
     pred: PairPrediction
     hypothetical_t3: bool
+    gpus: int | None = None  # the group the prediction is for (--gpus, else the trace's)
 
     def time(self, s: str, fallback: bool = False) -> Prediction:
         """The prediction of schedule ``s``; ``fallback``: sequential where ``s`` does not apply."""
@@ -73,7 +75,7 @@ class PairProjection:
     def as_dict(self) -> dict[str, Any]:
         d = self.pair.as_dict()
         d["predicted"] = {
-            "gemm_alone_s": self.pred.gemm_s, "collective_alone_s": self.pred.comm_s,
+            "gpus": self.gpus, "gemm_alone_s": self.pred.gemm_s, "collective_alone_s": self.pred.comm_s,
             **{s: {"time_s": (p := self.time(s)).time_s, "schedule": p.schedule, "note": p.note} for s in SHOWN},
         }  # fmt: skip
         return d
@@ -166,7 +168,7 @@ def project(trace: ImportedTrace, hw: Hardware, ficco: str = "explore", gpus: in
         g = p.gemm
         n = gpus or p.collective.group_size
         rows.append(
-            PairProjection(p, pred.predict(p.kind, g.m, g.n, g.k, g.batch, g.dtype, n), not hw.nmc.present)
+            PairProjection(p, pred.predict(p.kind, g.m, g.n, g.k, g.batch, g.dtype, n), not hw.nmc.present, n)
         )
     if not any(r.time(s).ok for r in rows for s in SHOWN):  # every cell n/a: nothing was projected
         notes = {r.time(s).note.removeprefix("n/a: ") for r in rows for s in SHOWN if s != "best"}
@@ -281,7 +283,7 @@ def write_perfetto(proj: Projection, path: str | Path) -> int:
     ev = perfetto_events(proj)
     doc = {"traceEvents": ev, "displayTimeUnit": "ns",
            "otherData": {"units": "ts/dur in microseconds", "source": proj.trace.source}}  # fmt: skip
-    Path(path).write_text(json.dumps(doc, separators=(",", ":")))
+    write_text(path, json.dumps(doc, separators=(",", ":")))
     return len(ev)
 
 
@@ -316,5 +318,5 @@ def write_figure(proj: Projection, path: str | Path) -> None:
     a2.set_title("largest pairs: measured (GEMM + exposed) vs predicted", fontsize=9)
     a2.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    save_figure(fig, path, dpi=110, metadata={"Software": None})
     plt.close(fig)

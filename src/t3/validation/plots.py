@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from t3.errors import ConfigError  # noqa: E402
+from t3.files import save_figure  # noqa: E402
 from t3.validation.conventions import ABSOLUTE_ERROR, QUANTITY  # noqa: E402
 from t3.validation.dataset import CATEGORIES  # noqa: E402
 from t3.validation.regimes import band_key, bands  # noqa: E402
@@ -86,7 +87,7 @@ def _plot(cat: str, os_: list[Outcome], path: Path) -> None:
         ax.set_title(f"{QUANTITY[cat]}: by {axis}")
         ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
-    fig.savefig(path, dpi=110, metadata=META)
+    save_figure(fig, path, dpi=110, metadata=META)
     plt.close(fig)
 
 

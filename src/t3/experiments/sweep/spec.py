@@ -405,6 +405,10 @@ def _resolve(point: dict[str, Any]) -> tuple[_Resolved, Any]:
         raise ConfigError(why)
     opts = RunOptions(**(p.get("options") or {}))
     spec.check(opts)
+    if opts.functional:  # (the run would refuse it on every such point, after the dry run passed)
+        from t3.schedules.t3 import require_functional
+
+        require_functional(spec.name)
     return _Resolved(op, hw, opd, hwd, cols, sha, opj, hwj), opts
 
 
@@ -508,6 +512,14 @@ def validate_points(
             raise ConfigError(f"sweep '{origin}': point {pt.index} ({_varied(pt)}): {err}") from None
         except TypeError as err:  # RunOptions(**bad)
             raise ConfigError(f"sweep '{origin}': point {pt.index}: options: {err}") from None
+    # `t3 run --comm-cus` is refused where the configuration is not `concurrent`; a sweep may give it to
+    # a grid of configurations, but to none that uses it is a value without effect
+    given = [pt for pt in points if "comm_cus" in (pt.point.get("options") or {})]
+    if given and not any(pt.point["config"] == "concurrent" for pt in given):
+        raise ConfigError(
+            f"sweep '{origin}': options.comm_cus: only the 'concurrent' configuration uses it, and no point"
+            f" that gives it runs it (configurations: {', '.join(sorted({pt.point['config'] for pt in given}))})"
+        )
     size.check(
         size.Work(total.ops, f"{len(seen)} distinct points of {origin}", total.planned, total.mapped),
         force=force,

@@ -182,7 +182,7 @@ def test_the_folders_file_lists_are_the_files_the_commands_write():
                          lambda k: reproduce_t3.FIGURES[k]),
         "reproduce-ficco": (SRC / "experiments" / "reproduce_ficco.py", r'save\(\w+(?:\(.*\))?, "([\w.]+)"\)',
                             r"save\(.*, FIGURES\[(\d+)\]\)", lambda i: reproduce_ficco.FIGURES[int(i)]),
-        "trace-project": (SRC / "cli" / "trace.py", r'folder / "([\w.]+)"', None, None),
+        "trace-project": (SRC / "cli" / "trace.py", r'(?:"json"|"perfetto"|"figure"): "([\w.]+)"', None, None),
     }  # fmt: skip
     for kind, (src, literal, named, name) in written.items():
         text = src.read_text()

@@ -109,3 +109,52 @@ def test_a_device_as_output_is_not_read():
     # /dev/zero would never end if read to recognise it; written to, it takes everything
     r = _run(*SMALL, "--trace", "/dev/zero")
     assert r.returncode == 0, r.stderr
+
+
+def test_staged_files_appear_together_and_the_marker_last(tmp_path, monkeypatch):
+    from t3 import files
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.md").write_text("earlier report")
+    (out / "mine.txt").write_text("a user's file")
+    with pytest.raises(RuntimeError), files.staged(out, last="doc.json") as stage:
+        (stage / "doc.json").write_text("{}")
+        (stage / "report.md").write_text("new report")
+        raise RuntimeError("a figure failed")
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt", "report.md"]  # as it was
+    assert (out / "report.md").read_text() == "earlier report"
+    moved: list[str] = []
+    replace = os.replace
+
+    def record(src, dst):
+        moved.append(Path(dst).name if not Path(dst).name.startswith(".") else Path(src).name)
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", record)
+    with files.staged(out, last="doc.json") as stage:
+        for name in ("doc.json", "a.png", "report.md"):
+            (stage / name).write_text(name)
+    assert sorted(p.name for p in out.iterdir()) == ["a.png", "doc.json", "mine.txt", "report.md"]
+    assert (out / "report.md").read_text() == "report.md" and (
+        out / "mine.txt"
+    ).read_text() == "a user's file"
+    published = [m for m in moved if not m.startswith(".")]
+    assert published[-1] == "doc.json", moved
+
+
+def test_trace_project_that_fails_half_way_leaves_the_folder_as_it_was(tmp_path, capsys, monkeypatch):
+    trace = Path(__file__).parent / "traces" / "data" / "megatron_sp_tp8_h100.constructed.pt.trace.json.gz"
+    out = tmp_path / "proj"
+    args = ["trace", "project", trace, "--ficco", "select", "--out", out]
+    code, _, err = cli(capsys, *args)
+    assert code in (0, None), err
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def broken(*a, **k):  # the figure fails after the Perfetto trace was written
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("t3.traces.project.write_figure", broken)
+    code, _, err = cli(capsys, *args, "--gpus", "4")  # (another projection: other bytes)
+    assert code == 1 and "No space left on device" in err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no half of a new projection

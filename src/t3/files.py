@@ -51,3 +51,29 @@ def save_figure(fig, path: str | Path, **kwargs) -> None:
     fmt = Path(path).suffix.lstrip(".") or None
     with replacing(path) as tmp:
         fig.savefig(tmp, format=fmt, **kwargs)
+
+
+@contextlib.contextmanager
+def staged(folder: str | Path, last: str | None = None) -> Iterator[Path]:
+    """A staging folder inside ``folder`` for the several files of one output: on leaving without an
+    error each file in it replaces its namesake in ``folder`` (``last``, the document that marks the
+    folder as the command's output, after all the others), and the staging folder is removed; on an
+    error it is removed with everything in it, and ``folder`` is left as it was. So a run that fails
+    half-way (a full disk, a figure that cannot be drawn) leaves no report without its figures and no
+    marker beside another run's files."""
+    out = Path(folder)
+    stage = out / f".staging-{os.getpid()}"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    try:
+        yield stage
+        names = sorted(p.name for p in stage.iterdir())
+        if last in names:
+            names.remove(last)
+            names.append(last)
+        for name in names:
+            with replacing(out / name) as tmp:
+                os.replace(stage / name, tmp)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

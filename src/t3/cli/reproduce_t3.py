@@ -20,7 +20,7 @@ from t3.cli.common import (
     parse_overrides,
 )
 from t3.cli.reproduce import reproduce_app
-from t3.files import write_text
+from t3.files import staged, write_text
 
 KEEP_GOING = (
     "a simulation point that fails is listed in the report and JSON and its configuration left out of "
@@ -89,12 +89,13 @@ def reproduce_t3(
         doc = {"provenance": provenance(load_hardware(hw, plan.hw_overrides or None)), **doc}
         out.mkdir(parents=True, exist_ok=True)
         text = json.dumps(doc, indent=1)
-        write_text(out / "t3.json", text + "\n")
+        with staged(out, last="t3.json") as stage:  # (the folder's files appear together, t3.json last)
+            write_text(stage / "t3.json", text + "\n")
+            jobs = [] if no_figures else figure_jobs(doc, stage)
+            figs = sorted(figure_pool.map("_render", [(j,) for j in jobs]))
+            write_text(stage / "report.md", report.render(doc, figs) + "\n")
         if json_file is not None:
             write_text(json_file, text + "\n")
-        jobs = [] if no_figures else figure_jobs(doc, out)
-        figs = sorted(figure_pool.map("_render", [(j,) for j in jobs]))
-    write_text(out / "report.md", report.render(doc, figs) + "\n")
     c = Console()
     err = Console(stderr=True)
     s = doc["summary"]

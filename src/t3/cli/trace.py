@@ -22,7 +22,7 @@ from t3.cli.common import (
 )
 from t3.cli.main import app
 from t3.errors import ConfigError
-from t3.files import replacing, write_text
+from t3.files import replacing, staged, write_text
 
 trace_app = typer.Typer(
     help="Your trace: import a torch.profiler trace, project T3 / FiCCO overlap on a preset.",
@@ -183,12 +183,12 @@ def project(
     size.check(size.trace_work(t, h, ficco, gpus), force=force)
     pr = run_project(t, h, ficco, gpus, same_hw)
     doc = pr.as_dict()
-    files = {"json": folder / "projection.json", "perfetto": folder / "projection.perfetto.json",
-             "figure": folder / "projection.png"}  # fmt: skip
-    write_perfetto(pr, files["perfetto"])
-    write_figure(pr, files["figure"])
-    doc["outputs"] = {k: str(v) for k, v in files.items()}
-    write_text(files["json"], json.dumps(doc, indent=1) + "\n")
+    names = {"json": "projection.json", "perfetto": "projection.perfetto.json", "figure": "projection.png"}
+    doc["outputs"] = {k: str(folder / v) for k, v in names.items()}
+    with staged(folder, last=names["json"]) as stage:  # (the three files appear together, the JSON last)
+        write_perfetto(pr, stage / names["perfetto"])
+        write_figure(pr, stage / names["figure"])
+        write_text(stage / names["json"], json.dumps(doc, indent=1) + "\n")
     if as_json:
         print(json.dumps(doc))
         return

@@ -61,7 +61,7 @@ from t3.ficco.trainset import (
     FRESH9_OPERATORS,
     FRESH_OPERATORS,
 )
-from t3.files import replacing, save_figure, write_text
+from t3.files import replacing, save_figure, staged, write_text
 from t3.provenance import provenance
 from t3.size import explore_work
 
@@ -371,10 +371,11 @@ def reproduce(
         "schedules_table": SCHEDULES,
         "explorations": [_summary(r) for r in rows],
     }
-    write_schedules(rows, out_dir / SCHEDULES, result["provenance"])
-    write_text(out_dir / "ficco.json", json.dumps(result, indent=1, sort_keys=True, default=_nan))
-    figs = figures(rows, ev, char, out_dir)
-    write_text(out_dir / "report.md", report(result, rows, figs))
+    with staged(out_dir, last="ficco.json") as stage:  # (the folder's files appear together, ficco.json last)
+        write_schedules(rows, stage / SCHEDULES, result["provenance"])
+        write_text(stage / "ficco.json", json.dumps(result, indent=1, sort_keys=True, default=_nan))
+        figs = figures(rows, ev, char, stage)
+        write_text(stage / "report.md", report(result, rows, figs))
     return result
 
 

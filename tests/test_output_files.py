@@ -323,3 +323,20 @@ def test_every_output_folder_flag_states_the_rule(capsys):
         assert flag in text and "created if missing" in text, (args, text)
         if args != ["validate"]:
             assert "--overwrite" in text, args
+
+
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (["--store", "{d}/same.parquet", "--json", "{d}/same.parquet"], "is also the --json file"),
+        (["--json", "{d}/rt/report.md"], "is a file --out writes (report.md)"),
+        (["--json", "{d}/rt"], "is the --out folder"),
+    ],
+)
+def test_reproduce_t3_outputs_that_would_overwrite_each_other_are_refused_before_work(
+    tmp_path, capsys, extra, needle
+):
+    args = [a.replace("{d}", str(tmp_path)) for a in extra]
+    code, _, err = cli(capsys, "reproduce", "t3", "--quick", "--no-figures", "--out", tmp_path / "rt", *args)
+    assert code == 2 and needle in err, err
+    assert not (tmp_path / "rt" / "t3.json").exists() and not (tmp_path / "same.parquet").exists()

@@ -211,3 +211,24 @@ def test_cost_is_what_the_limit_applies_to(monkeypatch):
     monkeypatch.setattr(size, "LIMIT_OPS", (w.ops + w.cost) / 2)
     with pytest.raises(TooLargeError, match=r"simulated \+ .* GEMM waves planned x 5"):
         api.gemm(1_000_000, 8192, 8192)
+
+
+def test_a_gemm_wider_than_any_model_is_estimated_on_a_probe_not_planned_whole(monkeypatch):
+    # hidden = 2^36 (a model file's typo): naming the tile planned all 6.7e6 waves (minutes, GBs)
+    from t3.config.hardware import load_hardware
+    from t3.ops import gemm
+
+    hw = load_hardware("paper-80cu")
+    planned: list = []
+    plan = gemm.plan_gemm
+
+    def probe(shape, *a, **k):
+        planned.append(shape)
+        return plan(shape, *a, **k)
+
+    monkeypatch.setattr(gemm, "plan_gemm", probe)
+    with pytest.raises(TooLargeError, match="128x68719476736x512"):
+        size.check(size.gemm_work(128, 2**36, 512, "fp16", hw))
+    c = hw.compute
+    limit = size.TILE_PROBE_WAVES * c.cus * c.wg_per_cu
+    assert planned and all(-(-s.m // c.tile_m) * -(-s.n // c.tile_n) <= 2 * limit for s in planned), planned

@@ -211,3 +211,18 @@ def test_comm_cus_over_a_grid_of_configurations_is_kept_for_the_concurrent_point
         {"base": {**SMALL, "options.comm_cus": 8}, "grid": {"config": ["sequential", "concurrent"]}}
     )
     assert len(sw) == 2
+
+
+def test_cli_dry_run_of_a_grid_of_tables(tmp_path):
+    # a grid value may be a whole hardware table: its points were counted in a set of the values (a
+    # traceback: unhashable dict)
+    spec = tmp_path / "t.toml"
+    spec.write_text(
+        '[base]\nmodel = "mega-gpt-2"\ntokens = 128\n[grid]\n'
+        '"hardware.link" = [{bandwidth_Bps = 1e11, latency_s = 1e-6}, {bandwidth_Bps = 2e11, latency_s = 1e-6}]\n'
+    )
+    p = subprocess.run(
+        [sys.executable, "-m", "t3", "sweep", str(spec), "--dry-run"], capture_output=True, text=True
+    )
+    assert p.returncode == 0, p.stderr
+    assert "2 points (2 distinct) valid; axes: hardware.link (2)" in p.stdout

@@ -34,6 +34,10 @@ def replacing(path: str | Path) -> Iterator[Path]:
         if p.exists():
             shutil.copymode(p, tmp)
         os.replace(tmp, p)
+    except OSError as err:  # an error on the temporary file is an error on the file it stands for
+        if err.filename is not None and os.fspath(err.filename) == os.fspath(tmp):
+            err.filename = os.fspath(path)
+        raise
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()

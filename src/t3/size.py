@@ -101,18 +101,21 @@ TILE_PROBE_WAVES = 128
 def gemm_tile(m: int, n: int, k: int, dtype: str, hw, *, chunks: int = 1, cus: int | None = None) -> tuple:
     """The macro-tile ``plan_gemm`` picks for an M x N x K GEMM: planned for at most
     :data:`TILE_PROBE_WAVES` waves of the preset's tile (a fraction of a second), the rows beyond
-    leave the choice unchanged. The preset's tile is the largest of the menu, so smaller tiles (up to
+    leave the choice unchanged (and the columns beyond that many waves in one tile row, for an
+    output wider than any model's: planning all of them took minutes and gigabytes). The preset's tile is the largest of the menu, so smaller tiles (up to
     4x the waves on a 128 x 128 preset, 16x on 256 x 256) are what the estimate must know about."""
     from t3.ops.gemm import plan_gemm
     from t3.workload.sublayers import GemmShape
 
     c = hw.compute
     cus = c.cus if cus is None else cus
-    rows = _ceil(TILE_PROBE_WAVES * cus * c.wg_per_cu, _ceil(n, c.tile_n)) * c.tile_m
+    per_wave = TILE_PROBE_WAVES * cus * c.wg_per_cu
+    rows = _ceil(per_wave, _ceil(n, c.tile_n)) * c.tile_m
     rows = chunks * _ceil(rows, chunks * c.tile_m) * c.tile_m
-    if m <= rows or m % chunks:
-        rows = m  # the GEMM's own plan (memoised: the simulation reuses it)
-    plan = plan_gemm(GemmShape(rows, n, k, dtype), hw, chunks=chunks, cus=cus)
+    cols = per_wave * c.tile_n  # (an output wider than this many waves in one tile row: its first columns)
+    if (m <= rows or m % chunks) and n <= cols:
+        rows, cols = m, n  # the GEMM's own plan (memoised: the simulation reuses it)
+    plan = plan_gemm(GemmShape(min(rows, m), min(cols, n), k, dtype), hw, chunks=chunks, cus=cus)
     return plan.tile_m, plan.tile_n
 
 

@@ -298,3 +298,27 @@ def fmt_bytes(b: float) -> str:
     if b >= 1e9:
         return f"{b / 1e9:.3f} GB"
     return f"{b / 1e6:.2f} MB"
+
+
+def check_apart(
+    files: dict[str, Path | str | None], folder: tuple[str, Path | str, str] | None = None
+) -> None:
+    """Output paths of one command that must not name the same file, checked before any work: each
+    file option (``{option: path}``) apart from the others, and, with ``folder`` (its option, path and
+    kind of :data:`OUTPUT_DIRS`), apart from the folder itself and from every file the command writes
+    in it (`--json rt/report.md` with `--out rt` would be replaced by the report, or replace it)."""
+    seen: dict[Path, str] = {}
+    for opt, p in files.items():
+        if p is None:
+            continue
+        r = Path(os.path.abspath(p))
+        if r in seen:
+            raise ConfigError(f"{opt}: '{p}' is also the {seen[r]} file; give each its own path")
+        seen[r] = opt
+        if folder is not None:
+            fopt, fpath, kind = folder
+            d = Path(os.path.abspath(fpath))
+            if r == d:
+                raise ConfigError(f"{opt}: '{p}' is the {fopt} folder; give a file name")
+            if r.parent == d and r.name in _names(kind):
+                raise ConfigError(f"{opt}: '{p}' is a file {fopt} writes ({r.name}); give another path")

@@ -59,4 +59,6 @@ def measure(
     else:
         print_summary(summary, log)
     if not summary["rows"]:
+        # (one line naming why, on stderr: the files stay, with the run's notes and settings)
+        print(f"error: no row was measured within the budget and suites asked for; see {out}", file=sys.stderr)
         raise typer.Exit(1)

@@ -12,6 +12,7 @@ from rich.console import Console
 from t3.cli.common import (
     OUTPUT_DIR_RULE,
     OUTPUT_RULE,
+    check_apart,
     check_count,
     check_output_dir,
     check_output_file,
@@ -72,6 +73,7 @@ def reproduce_t3(
     # (--overwrite also covers the files it writes in --out)
     check_output_file(json_file, "--json", "reproduce-json", overwrite=overwrite and json_file is not None)
     check_store(store)
+    check_apart({"--json": json_file, "--store": store}, ("--out", out, "reproduce-t3"))
     plan = Plan(hardware=hw, hw_overrides=parse_overrides(overrides))
     if quick:
         plan = Plan(hardware=hw, hw_overrides=plan.hw_overrides, tps=(8,), large_models=(), sweeps=())

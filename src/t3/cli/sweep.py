@@ -76,6 +76,7 @@ def run_cmd(
 ) -> None:
     """Run every point of SPEC not yet in the store; results stream into the store as they finish.
     Every point is validated, and the work estimated, before anything runs."""
+    import json
     import math
 
     from t3.experiments.sweep import SweepInterrupted, execute, load_spec
@@ -101,7 +102,8 @@ def run_cmd(
     con = Console(stderr=True, soft_wrap=True)
     distinct = len(set(sw.keys))
     axes = " x ".join(
-        f"{'+'.join(a)} ({len({tuple(p.varied[k] for k in a) for p in sw.points})})" for a in sw.axes
+        f"{'+'.join(a)} ({len({json.dumps([p.varied[k] for k in a], sort_keys=True) for p in sw.points})})"
+        for a in sw.axes  # (a value may be a table: counted by its JSON text)
     )
     if dry_run:
         first = {k: p for k, p in zip(sw.keys, sw.points, strict=True)}

@@ -13,6 +13,7 @@ import dataclasses
 import datetime as _dt
 import gc
 import json
+import math
 import os
 import sys
 import time
@@ -82,8 +83,8 @@ def check_options(o: MeasureOptions) -> list[str]:
         )
     if o.device not in DEVICES:
         raise ConfigError(f"--device: unknown device '{o.device}' (available: {', '.join(DEVICES)})")
-    if o.budget_s is not None and not o.budget_s > 0:
-        raise ConfigError(f"--budget: must be > 0 seconds, got {o.budget_s}")
+    if o.budget_s is not None and not (math.isfinite(o.budget_s) and o.budget_s > 0):
+        raise ConfigError(f"--budget: must be a finite number > 0 seconds, got {o.budget_s}")
     if o.device == "cpu" and not o.allow_cpu:
         raise ConfigError(
             "--device cpu: a CPU run measures the kit's plumbing, not a GPU (its rows are marked as CPU rows);"
@@ -187,7 +188,7 @@ class Session:
             return False
         if suite not in self._budget_noted:
             self._budget_noted.add(suite)
-            self.note(f"budget of {self.budget_s:.0f} s spent: the rest of '{suite}' skipped")
+            self.note(f"budget of {self.budget_s:.3g} s spent: the rest of '{suite}' skipped")
         return True
 
     def release(self) -> None:
@@ -246,7 +247,7 @@ def run_measure(o: MeasureOptions, log: TextIO | None = None) -> dict[str, Any]:
         f"t3 measure on {env['gpu']} ({bk.kind}, {bk.cus} CUs, L2 {bk.l2_bytes / 2**20:.0f} MiB), driver"
         f" {env['driver']}, {env['runtime']}, torch {env['torch']}; rows filed under '{hardware}'; plan"
         f" '{plan.name}'; suites: {', '.join(suites)}"
-        + (f"; budget {o.budget_s:.0f} s" if o.budget_s else "")
+        + (f"; budget {o.budget_s:.3g} s" if o.budget_s else "")
     )
     from . import interference
     from . import suites as single

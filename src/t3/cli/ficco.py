@@ -155,7 +155,8 @@ def select(
         print(json.dumps({"schedule": name, "features": feats, "provenance": provenance(h)}))
         return
     c = Console()  # the terminal's width; 80 columns when the output is not a terminal
-    c.print(f"[bold]{name}[/] for {fop.describe()} on {h.name} (decided in {dt * 1e3:.2f} ms)")
+    c.print(f"[bold]{name}[/] for {fop.describe()} on {h.name}")
+    Console(stderr=True).print(f"decided in {dt * 1e3:.2f} ms")  # (a timing: on stderr, stdout stays the same)
     for key, v in feats.items():
         if isinstance(v, dict):
             c.print(f"  {key.removesuffix('_s')}:")

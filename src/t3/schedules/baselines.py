@@ -79,6 +79,11 @@ def run_ideal(op: Operator, hw: Hardware, opts: RunOptions) -> Outcome:
 
 def concurrent_schedule(op: Operator, hw: Hardware, opts: RunOptions) -> Schedule:
     k = opts.comm_cus
+    if hw.compute.cus < 2:
+        raise ConfigError(
+            f"compute.cus: 'concurrent' splits the CUs between the GEMM and the all-reduce kernel; "
+            f"{hw.compute.cus} CU cannot be split"
+        )
     if not 0 < k < hw.compute.cus:
         raise ConfigError(f"comm_cus: must be in 1..{hw.compute.cus - 1}, got {k}")
     if cus_beside(hw, k) < 1:

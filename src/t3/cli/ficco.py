@@ -117,7 +117,9 @@ def explore(
     c.print(t)
     c.print("columns:")
     for col, what in EXPLORE_LEGEND.items():  # continuation lines indented under the column's name
-        text = textwrap.fill(f"  {col}: {what}", width=c.width, subsequent_indent="    ", break_on_hyphens=False)
+        text = textwrap.fill(
+            f"  {col}: {what}", width=c.width, subsequent_indent="    ", break_on_hyphens=False
+        )
         c.print(escape(text), soft_wrap=True)
     if negative:
         from t3.ficco.losses import NEGATIVE_LOSS
@@ -156,7 +158,9 @@ def select(
         return
     c = Console()  # the terminal's width; 80 columns when the output is not a terminal
     c.print(f"[bold]{name}[/] for {fop.describe()} on {h.name}")
-    Console(stderr=True).print(f"decided in {dt * 1e3:.2f} ms")  # (a timing: on stderr, stdout stays the same)
+    Console(stderr=True).print(
+        f"decided in {dt * 1e3:.2f} ms"
+    )  # (a timing: on stderr, stdout stays the same)
     for key, v in feats.items():
         if isinstance(v, dict):
             c.print(f"  {key.removesuffix('_s')}:")

@@ -60,5 +60,7 @@ def measure(
         print_summary(summary, log)
     if not summary["rows"]:
         # (one line naming why, on stderr: the files stay, with the run's notes and settings)
-        print(f"error: no row was measured within the budget and suites asked for; see {out}", file=sys.stderr)
+        print(
+            f"error: no row was measured within the budget and suites asked for; see {out}", file=sys.stderr
+        )
         raise typer.Exit(1)

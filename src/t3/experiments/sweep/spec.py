@@ -513,9 +513,17 @@ def validate_points(
         except TypeError as err:  # RunOptions(**bad)
             raise ConfigError(f"sweep '{origin}': point {pt.index}: options: {err}") from None
     # `t3 run --comm-cus` is refused where the configuration is not `concurrent`; a sweep may give it to
-    # a grid of configurations, but to none that uses it is a value without effect
+    # a grid of configurations, but to none that uses it is a value without effect. Of the shipped
+    # configurations (t3.schedules) only `concurrent` reads it; one registered elsewhere may read any option
+    from t3.schedules import get_config
+
     given = [pt for pt in points if "comm_cus" in (pt.point.get("options") or {})]
-    if given and not any(pt.point["config"] == "concurrent" for pt in given):
+    readers = [
+        pt for pt in given
+        if pt.point["config"] == "concurrent"
+        or not get_config(pt.point["config"]).run.__module__.startswith("t3.schedules")
+    ]  # fmt: skip
+    if given and not readers:
         raise ConfigError(
             f"sweep '{origin}': options.comm_cus: only the 'concurrent' configuration uses it, and no point"
             f" that gives it runs it (configurations: {', '.join(sorted({pt.point['config'] for pt in given}))})"

@@ -102,8 +102,9 @@ def gemm_tile(m: int, n: int, k: int, dtype: str, hw, *, chunks: int = 1, cus: i
     """The macro-tile ``plan_gemm`` picks for an M x N x K GEMM: planned for at most
     :data:`TILE_PROBE_WAVES` waves of the preset's tile (a fraction of a second), the rows beyond
     leave the choice unchanged (and the columns beyond that many waves in one tile row, for an
-    output wider than any model's: planning all of them took minutes and gigabytes). The preset's tile is the largest of the menu, so smaller tiles (up to
-    4x the waves on a 128 x 128 preset, 16x on 256 x 256) are what the estimate must know about."""
+    output wider than any model's: planning all of them took minutes and gigabytes). The preset's
+    tile is the largest of the menu, so smaller tiles (up to 4x the waves on a 128 x 128 preset, 16x
+    on 256 x 256) are what the estimate must know about."""
     from t3.ops.gemm import plan_gemm
     from t3.workload.sublayers import GemmShape
 

@@ -160,10 +160,8 @@ def check_output_file(
     if p.exists():
         if not os.access(p, os.W_OK):
             raise ConfigError(f"{option}: '{p}' exists and is not writable")
-        if (
-            not p.is_file()
-        ):  # a device or a pipe (/dev/stdout, a shell's >(...)): written in place, never read
-            return p
+        if not p.is_file():
+            return p  # a device or a pipe (/dev/stdout, a shell's >(...)): written in place, never read
         what, own = OUTPUT_KINDS[kind]
         if not overwrite and not own(p):
             how = (
@@ -307,6 +305,8 @@ def check_apart(
     file option (``{option: path}``) apart from the others, and, with ``folder`` (its option, path and
     kind of :data:`OUTPUT_DIRS`), apart from the folder itself and from every file the command writes
     in it (`--json rt/report.md` with `--out rt` would be replaced by the report, or replace it)."""
+    fopt, fpath, kind = folder if folder is not None else (None, None, None)
+    d = Path(os.path.abspath(fpath)) if fpath is not None else None
     seen: dict[Path, str] = {}
     for opt, p in files.items():
         if p is None:
@@ -315,9 +315,7 @@ def check_apart(
         if r in seen:
             raise ConfigError(f"{opt}: '{p}' is also the {seen[r]} file; give each its own path")
         seen[r] = opt
-        if folder is not None:
-            fopt, fpath, kind = folder
-            d = Path(os.path.abspath(fpath))
+        if d is not None:
             if r == d:
                 raise ConfigError(f"{opt}: '{p}' is the {fopt} folder; give a file name")
             if r.parent == d and r.name in _names(kind):

@@ -158,9 +158,8 @@ def select(
         return
     c = Console()  # the terminal's width; 80 columns when the output is not a terminal
     c.print(f"[bold]{name}[/] for {fop.describe()} on {h.name}")
-    Console(stderr=True).print(
-        f"decided in {dt * 1e3:.2f} ms"
-    )  # (a timing: on stderr, stdout stays the same)
+    # (a timing: on stderr, so that stdout is the same for the same inputs)
+    Console(stderr=True).print(f"decided in {dt * 1e3:.2f} ms")
     for key, v in feats.items():
         if isinstance(v, dict):
             c.print(f"  {key.removesuffix('_s')}:")

@@ -149,6 +149,7 @@ CASES = [
     (("run", "--config", "foo"), "config: unknown configuration 'foo'"),
     (("run", "--hw", "nope.toml"), "hardware: file 'nope.toml' not found"),
     (("run", "--hw", "{dirtoml}"), "is a directory"),
+    (("run", "--hw", "/dev/null"), "hardware: '/dev/null' is not a regular file"),  # (it said: not found)
     (("run", "--hw", "{latin1}"), "not a UTF-8 text file"),
     (("run", "--model", "x.toml"), "model: file 'x.toml' not found"),
     (("run", "--trace", "{file}/x.json"), "is a file, so"),  # missing folders are created, files are not

@@ -140,3 +140,27 @@ def test_across_nodes_what_is_modelled_runs_and_the_rest_says_why():
         overlap("gemm-rs", p["gemm"]["m"], p["gemm"]["n"], p["gemm"]["k"], gpus=16, hardware="h100-2x8")
     assert p["not_modelled"]["ficco"] == str(err.value)
     assert "span nodes of 'h100-2x8'" in p["not_modelled"]["ficco"]
+
+
+def test_a_users_hardware_file_runs_under_its_own_name_with_no_rows_of_its_own(tmp_path):
+    """An edited copy of a preset (the README's way to add a GPU) is studied from its file, as every other
+    command takes it (it said: unknown preset), and no preset's validation errors are lent to it."""
+    from importlib import resources
+
+    text = (
+        resources.files("t3.config")
+        .joinpath("presets", "h100-8.toml")
+        .read_text()
+        .replace('name = "h100-8"', 'name = "my-h100"')
+    )
+    assert 'name = "my-h100"' in text
+    f = tmp_path / "mine.toml"
+    f.write_text(text)
+    doc = study((str(f),), ("llama-3-8b",), (8,), ficco=False)
+    (p,) = doc["points"]
+    assert p["hardware"] == "my-h100"
+    assert (
+        p["time_s"]["sequential"]
+        == run(model="llama-3-8b", tp=8, config="sequential", hardware=str(f))["time_s"]
+    )
+    assert all(v is None for v in doc["errors"]["my-h100"].values())

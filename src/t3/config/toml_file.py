@@ -17,11 +17,13 @@ def read_toml(path: str | Path, what: str) -> dict[str, Any]:
 
 def read_text(path: str | Path, what: str, error: type[Exception] = ConfigError) -> str:
     """The UTF-8 text of the file at ``path``; ``error`` (``what: ...``, default :class:`ConfigError`) if
-    it is missing, a directory, unreadable or not UTF-8."""
+    it is missing, a directory, not a regular file, unreadable or not UTF-8."""
     p = Path(path)
     if p.is_dir():
         raise error(f"{what}: '{p}' is a directory, not a TOML file")
     if not p.is_file():
+        if p.exists():  # (a device, a pipe, a socket: read in place it may never end or be empty)
+            raise error(f"{what}: '{p}' is not a regular file (a TOML file is read from disk)")
         raise error(f"{what}: file '{p}' not found")
     try:
         return p.read_text(encoding="utf-8")

@@ -30,7 +30,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from t3.config.hardware import load_hardware, tp_refusal
+from t3.config.hardware import Hardware, load_hardware, tp_refusal
 from t3.errors import ConfigError, WorkloadError
 
 DEFAULT_HARDWARE = ("h100-8", "h200-8", "b200-8", "gb200-nvl72", "mi300x-8", "mi325x-8", "mi355x-8")
@@ -61,14 +61,17 @@ def _refusal(check: Callable[[], None]) -> str | None:
     return None
 
 
-def point(hardware: str, model: str, tp: int, sublayer: str = "fc2", ficco: bool = True) -> dict[str, Any]:
-    """One (preset, model, TP) point of the study (see the module docstring)."""
+def point(
+    hardware: str | Hardware, model: str, tp: int, sublayer: str = "fc2", ficco: bool = True
+) -> dict[str, Any]:
+    """One (preset, model, TP) point of the study (see the module docstring); ``hardware``: a preset's
+    name, a TOML file's path or the hardware itself (a user's file is not looked up again by its name)."""
     from t3.api import overlap, resolve, run
     from t3.ficco.space import FiccoOperator, check_fits
     from t3.ops.collectives import nvls_available, nvls_tree_available, simulate_collective
     from t3.workload import get_model, sublayer_operator
 
-    hw = load_hardware(hardware)
+    hw = hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
     seq = run(model=model, tp=tp, sublayer=sublayer, config="sequential", hardware=hw)
     t_seq = seq["time_s"]
     g = seq["gemm"]
@@ -156,7 +159,7 @@ def study(
                 if why:
                     skipped.append({"hardware": hw.name, "model": m.name, "tp": t, "why": why})
                     continue
-                points.append(point(hw.name, m.name, t, sublayer, ficco))
+                points.append(point(hw, m.name, t, sublayer, ficco))
     if not points:
         first = skipped[0]
         raise ConfigError(

@@ -470,7 +470,7 @@ def test_overwrite_without_its_file_an_empty_file_name_and_an_unnamed_model_are_
         assert p.returncode == 2 and want in p.stderr, p.stderr
     m = tmp_path / "m.toml"
     m.write_text('name = ""\nhidden = 4096\nlayers = 32\nheads = 32\nffn = 14336\ntokens = 4096\n')
-    with pytest.raises(ConfigError, match="name: expected a non-empty string, got ''"):
+    with pytest.raises(ConfigError, match="name: expected a non-empty string of printable characters, got ''"):
         get_model(m)
 
 

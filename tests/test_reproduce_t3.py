@@ -3,6 +3,7 @@ report contents, determinism, and the end-to-end projection against its closed f
 
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -230,6 +231,8 @@ def test_cli_quick_writes_report_json(tmp_path):
     assert "| Ideal-GEMM-RS-Overlap, geomean | 35 % |" in text
     assert "geomean" in p.stdout and "%" in p.stdout
     assert "t3 reproduce t3:" not in p.stdout  # progress bars go to stderr
+    # the wall time too: the same inputs print the same standard output, byte for byte
+    assert "wrote " in p.stdout and re.search(r"\d s\b", p.stdout) is None and re.search(r"took \d", p.stderr)
     pv = d["provenance"]
     assert pv["command"].startswith("t3 reproduce t3 --quick") and len(pv["hardware_sha256"]) == 64
     assert f"Produced by `{pv['command']}`" in text

@@ -230,6 +230,10 @@ def show_cmd(
         raise ConfigError(
             f"--columns: expected comma-separated column names, got {columns!r} (an empty name)"
         )
+    names = [c.strip() for c in columns.split(",")] if columns is not None else []
+    dup = next((c for i, c in enumerate(names) if c in names[:i]), None)
+    if dup is not None:
+        raise ConfigError(f"--columns: '{dup}' is given twice (each column once)")
     if store.is_dir():
         raise ConfigError(f"store: '{store}' is a directory, not a .parquet store")
     db = Store(store, option="store")

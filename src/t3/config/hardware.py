@@ -749,6 +749,11 @@ class Hardware(_Strict):
 
     @model_validator(mode="after")
     def _physical(self) -> Hardware:
+        if not self.name.strip() or not self.name.isprintable():
+            raise ValueError(
+                f"name: expected a non-empty name of printable characters (it names the hardware in every"
+                f" table and file), got {self.name!r}"
+            )
         check_bounds(self)
         net = self.network
         if net is not None:
@@ -784,9 +789,16 @@ class Hardware(_Strict):
 def apply_overrides(data: dict[str, Any], overrides: dict[str, Any], what: str) -> dict[str, Any]:
     """Apply dotted-path overrides to a nested dict; unknown paths are errors naming the path."""
     out = copy.deepcopy(data)
-    for path, value in overrides.items():
+    for path in overrides:
         if not isinstance(path, str):
             raise ConfigError(f"{what}: override path must be a string, got {describe_value(path)}")
+    # a path inside another (``link`` and ``link.bandwidth_Bps``) would be applied in the order given, the
+    # later one replacing the earlier silently: refused, naming both
+    for path in overrides:
+        outer = next((o for o in overrides if path.startswith(o + ".")), None)
+        if outer is not None:
+            raise ConfigError(f"{what}.{path}: also set by '{outer}', which holds it (give one of them)")
+    for path, value in overrides.items():
         node = out
         parts = path.split(".")
         for p in parts[:-1]:

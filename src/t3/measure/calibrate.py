@@ -340,6 +340,10 @@ def load_measured(measured: Path, allow_cpu: bool) -> tuple[Path, list[Any]]:
             f"--measured: {len(cpu)} of the {len(rows)} rows of '{f}' were measured on the CPU (plumbing runs, not"
             f" GPU data, e.g. '{cpu[0].id}'); pass --allow-cpu to fit them anyway"
         )
+    if allow_cpu and not cpu:
+        raise ConfigError(
+            f"--allow-cpu: no row of '{f}' was measured on the CPU (it has no effect on GPU rows: leave it out)"
+        )
     return f, rows
 
 

@@ -56,8 +56,10 @@ def parse_blocks(blocks: str | None) -> tuple[int, ...] | None:
             raise ConfigError(
                 f"--blocks: '{part}' is not a whole number of thread blocks >= 1 (e.g. --blocks 1,2,4,8)"
             )
+        if int(part) in out:
+            raise ConfigError(f"--blocks: {int(part)} is given twice (each count once)")
         out.append(int(part))
-    return tuple(sorted(set(out)))
+    return tuple(sorted(out))
 
 
 def parse_only(only: str | None) -> list[str]:
@@ -67,9 +69,11 @@ def parse_only(only: str | None) -> list[str]:
     want = [s.strip() for s in only.split(",") if s.strip()]
     if not want:
         raise ConfigError(f"--only: no suite named (available: {', '.join(SUITES)})")
-    for s in want:
+    for i, s in enumerate(want):
         if s not in SUITES:
             raise ConfigError(f"--only: unknown suite '{s}' (available: {', '.join(SUITES)})")
+        if s in want[:i]:
+            raise ConfigError(f"--only: suite '{s}' is named twice (each suite once)")
     return [s for s in SUITES if s in want]
 
 

@@ -24,6 +24,11 @@ def _kind(v: Any) -> str:
     return f"{v!r} ({type(v).__name__})"
 
 
+# the largest options.jitter: delays stretched by up to 1 + JITTER_MAX times (a test of a schedule's order of
+# events; far larger stretches overflow the float clock)
+JITTER_MAX = 100.0
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """How to simulate; checked on construction (a wrongly typed or out-of-range field raises
@@ -34,7 +39,7 @@ class RunOptions:
     trace: bool = False  # keep per-resource usage over time (timelines, HBM counters)
     comm_cus: int = 16  # CUs given to the communication kernel in the `concurrent` configuration
     seed: int | None = None  # randomise simultaneous-event order (testing)
-    jitter: float = 0.0  # stretch delays randomly by up to this fraction (testing)
+    jitter: float = 0.0  # stretch delays randomly by up to this fraction (testing; at most JITTER_MAX)
     functional: bool = False  # carry real values through the schedule and check them
     params: dict[str, Any] = field(default_factory=dict)  # configuration-specific parameters
 
@@ -53,6 +58,11 @@ class RunOptions:
             raise ConfigError(f"options.jitter: expected a number, got {_kind(j)}")
         if not math.isfinite(j) or j < 0:
             raise ConfigError(f"options.jitter: must be a finite number >= 0, got {j}")
+        if j > JITTER_MAX:  # (1e308 stretched every delay past the float range: times of inf)
+            raise ConfigError(
+                f"options.jitter: must be <= {JITTER_MAX:g} (delays stretched up to {1 + JITTER_MAX:g}x test a"
+                f" schedule's order; more only overflows its clock), got {j:g}"
+            )
         if not isinstance(self.params, dict) or not all(isinstance(k, str) for k in self.params):
             raise ConfigError(
                 f"options.params: expected a table of named parameters, got {_kind(self.params)}"

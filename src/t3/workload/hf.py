@@ -183,6 +183,21 @@ def spec_fields(data: dict[str, Any], origin: str) -> dict[str, Any]:
     return out
 
 
+def _unique_keys(origin: str):
+    """A ``json.loads`` object hook that refuses a key given twice in one object (Python's JSON reader
+    keeps the last silently; Hugging Face's reader too, so which one a model meant is unknown)."""
+
+    def hook(pairs: list[tuple[str, object]]) -> dict:
+        out: dict = {}
+        for k, v in pairs:
+            if k in out:
+                raise ConfigError(f"model '{origin}': key '{k}' is given twice in one object (give it once)")
+            out[k] = v
+        return out
+
+    return hook
+
+
 def load_hf_config(path: str | Path):
     """A :class:`~t3.workload.models.ModelSpec` from a Hugging Face ``config.json`` file."""
     from t3.workload.models import _spec
@@ -194,7 +209,7 @@ def load_hf_config(path: str | Path):
     if not p.is_file():
         raise ConfigError(f"model: file '{s}' not found")
     try:
-        data = json.loads(p.read_text())
+        data = json.loads(p.read_text(), object_pairs_hook=_unique_keys(s))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ConfigError(f"model '{s}': not valid JSON: {err}") from None
     name = p.parent.name if p.name == "config.json" and p.parent.name else p.stem

@@ -170,8 +170,10 @@ def get_model(name_or_path: str | Path) -> ModelSpec:
         data = read_toml(p, "model")
         _refuse_table_of_models(data, s)
         name = data.pop("name", p.stem)
-        if not isinstance(name, str) or not name.strip():
-            raise ConfigError(f"model '{s}': name: expected a non-empty string, got {name!r}")
+        if not isinstance(name, str) or not name.strip() or not name.isprintable():
+            raise ConfigError(
+                f"model '{s}': name: expected a non-empty string of printable characters, got {name!r}"
+            )
         return _spec(name, data, s)
     zoo = _zoo()
     if s not in zoo:

@@ -79,7 +79,9 @@ def test_gemm_breakdown_adds_up_to_the_simulated_time(hw, shape):
     assert r["waves"] == math.ceil(r["tiles"] / r["wave_size"])
     assert r["wave_size"] == load_hardware(hw).compute.cus * load_hardware(hw).compute.wg_per_cu
     # K is split only where the tiles leave more than half the CUs idle, every slice in the one wave
-    assert r["split_k"] == 1 or (2 * r["tiles"] <= r["wave_size"] and r["tiles"] * r["split_k"] <= r["wave_size"])
+    assert r["split_k"] == 1 or (
+        2 * r["tiles"] <= r["wave_size"] and r["tiles"] * r["split_k"] <= r["wave_size"]
+    )
 
 
 def test_collective_terms_are_the_alpha_beta_sum():
@@ -135,3 +137,29 @@ def test_plots_add_a_panel_by_band(tmp_path):
         return struct.unpack(">I", (tmp_path / name).read_bytes()[16:20])[0]
 
     assert width("validate-gemm_tflops.png") > 1.8 * width("validate-overlap_time.png")
+
+
+def test_explain_lists_every_algorithms_time_where_the_library_chooses():
+    """A row the library chooses the algorithm for gets the time of each algorithm the model has there, in
+    the row's timing (the API's own answer for that algorithm), least first, the model's pick marked."""
+    from t3 import api
+
+    rid = "h100-ar-8MiB-2n-gjaion-nccltests309"
+    p = _t3("validate", "--explain", rid, "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    (line,) = [x["value"] for x in doc["explain"] if x["what"] == "every algorithm"]
+    (picked,) = [x["value"] for x in doc["explain"] if x["what"] == "algorithm"]
+    w = doc["row"]["workload"]
+    assert w["algo"] == "auto" and w["timing"] == "host"
+    items = [x.strip() for x in line.split(",")]
+    assert f"{picked} " in line and sum("(picked)" in x for x in items) == 1
+    algos = api.collective_algos("all_reduce", "h100-2x8", 16)[1:]
+    assert len(items) == len(algos)
+    times = []
+    for x in items:
+        name, t = x.split()[0], float(x.split()[1])
+        want = api.collective("all_reduce", w["nbytes"], gpus=16, hardware="h100-2x8", algo=name)["time_s"]
+        assert t == pytest.approx(want * 1e6, rel=1e-3), name
+        times.append(t)
+    assert times == sorted(times)

@@ -2,7 +2,7 @@
 
 A collective: the algorithm and protocol, and its closed form on an idle node (launch, fixed latency,
 per-hop latency x hops, the transfer and each resource's seconds over the steps) beside the simulated
-time; a GEMM: the kernel (tile, tiles, waves, K split), the tile's rate and what bounds it, the clock,
+time, and where the library chooses, every algorithm's time (which one the model picks is its least); a GEMM: the kernel (tile, tiles, waves, K split), the tile's rate and what bounds it, the clock,
 and the launch, exposed prologues and wave bodies; an interference or overlap row: the parts its
 prediction is built from. The figures come from the same calls ``t3 validate`` makes
 (:class:`~t3.validation.runner.Predictor`), so they add up to the prediction shown.
@@ -40,6 +40,8 @@ def explain(o: Outcome) -> list[tuple[str, str]]:
     lines += [(f"band ({axis})", band) for axis, band in bands(o).items()]
     if r.category == "collective_busbw":
         lines += _collective(d, w)
+        if w["algo"] == "auto":
+            lines.append(("every algorithm", _alternatives(r, d["algo"])))
     elif r.category == "gemm_tflops":
         lines += _gemm(d)
     else:
@@ -95,6 +97,26 @@ def _collective(d: dict[str, Any], w: dict[str, Any]) -> list[tuple[str, str]]:
             ("simulated - closed form", f"{_us(gap)} (bytes in flight limited by the memory's latency)")
         )
     return lines
+
+
+def _alternatives(row, picked: str) -> str:
+    """The compared time (the row's timing) of every algorithm and protocol the model has for the row,
+    least first, the one it picks marked: how far the prediction stands from the library running
+    another (its own tuning model may choose otherwise)."""
+    from t3 import api
+
+    w = row.workload
+    kw = dict(op=w["op"], nbytes=w["nbytes"], gpus=w["gpus"], hardware=row.hardware,
+              gpus_per_thread=w["gpus_per_thread"])  # fmt: skip
+    key = {"device": "device_s", "host": "time_s", "call": "alone_s"}[w["timing"]]
+    times = {
+        a: api.collective(**kw, algo=a)[key]
+        for a in api.collective_algos(w["op"], row.hardware, w["gpus"])[1:]
+    }
+    return ", ".join(
+        f"{a} {_us(t)}{' (picked)' if a == picked else ''}"
+        for a, t in sorted(times.items(), key=lambda x: (x[1], x[0]))
+    )
 
 
 def _gemm(d: dict[str, Any]) -> list[tuple[str, str]]:

@@ -22,13 +22,9 @@ from t3.config.hardware import load_hardware
 from t3.ops.collectives import busbw_factor, spans_nodes
 from t3.validation import load_dataset
 from t3.validation.conventions import measured_compared
+from t3.validation.runner import collective_compared_s
 
 MIB = 1 << 20
-
-
-def compared_s(r: dict, timing: str) -> float:
-    """The model's time in the row's timing (as `t3 validate` compares it)."""
-    return {"device": r["device_s"], "host": r["time_s"], "call": r["alone_s"]}[timing]
 
 
 def main() -> None:
@@ -52,7 +48,7 @@ def main() -> None:
         for algo in api.collective_algos(w["op"], row.hardware, n)[1:]:
             if w["algo"] != "auto" and algo.split("/")[0] != w["algo"].split("/")[0]:
                 continue  # (a row that names its algorithm: its protocols only)
-            times[algo] = compared_s(api.collective(**kw, algo=algo), w["timing"])
+            times[algo] = collective_compared_s(api.collective(**kw, algo=algo), w["timing"])
         near = min(times, key=lambda k: abs(times[k] - measured))
         source = row.id.rsplit("-", 1)[-1]
         for algo, t in times.items():

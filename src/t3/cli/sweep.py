@@ -226,12 +226,12 @@ def show_cmd(
 
     if limit < 0:
         raise ConfigError(f"--limit: must be >= 0 (0 = all rows), got {limit}")
-    if columns is not None and not all(c.strip() for c in columns.split(",")):
+    extra = [c.strip() for c in columns.split(",")] if columns is not None else []  # (the columns asked for)
+    if not all(extra):
         raise ConfigError(
             f"--columns: expected comma-separated column names, got {columns!r} (an empty name)"
         )
-    names = [c.strip() for c in columns.split(",")] if columns is not None else []
-    dup = next((c for i, c in enumerate(names) if c in names[:i]), None)
+    dup = next((c for i, c in enumerate(extra) if c in extra[:i]), None)
     if dup is not None:
         raise ConfigError(f"--columns: '{dup}' is given twice (each column once)")
     if store.is_dir():
@@ -258,7 +258,6 @@ def show_cmd(
         for c in ("time_s", "breakdown_s.gemm", "breakdown_s.exposed_comm", "dram_bytes_total", "link_bytes")
         if c in df
     ]
-    extra = [c.strip() for c in columns.split(",")] if columns is not None else []
     for c in extra:
         if c not in df.columns:
             raise ConfigError(f"--columns: unknown column '{c}' (see pandas.read_parquet('{store}').columns)")

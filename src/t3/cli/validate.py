@@ -196,9 +196,9 @@ def _explain(every, row_id: str, as_json: bool, force: bool) -> None:
         hint = f" (closest: {', '.join(near)})" if near else " (t3 validate lists every row's id)"
         raise ConfigError(f"--explain: no row '{row_id}' in the dataset{hint}")
     size.check(size.validation_work([row]), force=force)
-    with size.forced(force):
+    with size.forced(force):  # (the explanation runs the row's collective on every algorithm too)
         o = Predictor().predict(row)
-    lines = explain(o)
+        lines = explain(o)
     if as_json:
         print(
             json.dumps({"row": o.as_dict(), "explain": [{"what": k, "value": v} for k, v in lines]}, indent=1)

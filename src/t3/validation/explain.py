@@ -2,8 +2,9 @@
 
 A collective: the algorithm and protocol, and its closed form on an idle node (launch, fixed latency,
 per-hop latency x hops, the transfer and each resource's seconds over the steps) beside the simulated
-time, and where the library chooses, every algorithm's time (which one the model picks is its least); a GEMM: the kernel (tile, tiles, waves, K split), the tile's rate and what bounds it, the clock,
-and the launch, exposed prologues and wave bodies; an interference or overlap row: the parts its
+time, and where the library chooses the algorithm, every algorithm's time (the model picks its least); a
+GEMM: the kernel (tile, tiles, waves, K split), the tile's rate and what bounds it, the clock, and the
+launch, exposed prologues and wave bodies; an interference or overlap row: the parts its
 prediction is built from. The figures come from the same calls ``t3 validate`` makes
 (:class:`~t3.validation.runner.Predictor`), so they add up to the prediction shown.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from t3.validation.regimes import bands
-from t3.validation.runner import Outcome
+from t3.validation.runner import Outcome, collective_compared_s
 
 
 def _us(s: float) -> str:
@@ -108,9 +109,8 @@ def _alternatives(row, picked: str) -> str:
     w = row.workload
     kw = dict(op=w["op"], nbytes=w["nbytes"], gpus=w["gpus"], hardware=row.hardware,
               gpus_per_thread=w["gpus_per_thread"])  # fmt: skip
-    key = {"device": "device_s", "host": "time_s", "call": "alone_s"}[w["timing"]]
     times = {
-        a: api.collective(**kw, algo=a)[key]
+        a: collective_compared_s(api.collective(**kw, algo=a), w["timing"])
         for a in api.collective_algos(w["op"], row.hardware, w["gpus"])[1:]
     }
     return ", ".join(

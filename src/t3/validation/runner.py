@@ -63,6 +63,12 @@ class Outcome:
         return d
 
 
+def collective_compared_s(r: dict[str, Any], timing: str) -> float:
+    """The time of a :func:`t3.api.collective` result that a row of ``timing`` is compared with: the kernel
+    (``device``), the back-to-back call (``host``) or one call timed alone (``call``)."""
+    return {"device": r["device_s"], "host": r["time_s"], "call": r["alone_s"]}[timing]
+
+
 def _sign(ratio: float) -> int:
     return (ratio > 1.0) - (ratio < 1.0)
 
@@ -101,7 +107,7 @@ class Predictor:
                     f"{row.id}: workload.timing: 'call' needs collective.call_alone_s on hardware '{hw}' (it is 0:"
                     " a call timed alone after a barrier is not modelled there)"
                 )
-            t = {"device": r["device_s"], "host": r["time_s"], "call": r["alone_s"]}[w["timing"]]
+            t = collective_compared_s(r, w["timing"])
             return Outcome(row, measured_compared(row), r["busbw_Bps"] * r["time_s"] / t / 1e9,
                            {"algo": r["algo"], "time_s": t, "call_s": r["time_s"], "device_s": r["device_s"],
                             "terms": r["terms"]})  # fmt: skip

@@ -33,8 +33,8 @@ def _field(path: str):
 
 def _preset(path: str) -> str:
     """A preset that has the section ``path`` is in (power: only the measured GPUs have one; network:
-    the presets of several nodes)."""
-    if path.startswith("network."):
+    the presets of several nodes, and NCCL's graphs across them)."""
+    if path.startswith(("network.", "collective.nccl.")):
         return "h100-2x8"
     return "h100-8" if path.startswith("power.") else "paper-80cu"
 

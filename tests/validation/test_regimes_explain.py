@@ -163,3 +163,30 @@ def test_explain_lists_every_algorithms_time_where_the_library_chooses():
         assert t == pytest.approx(want * 1e6, rel=1e-3), name
         times.append(t)
     assert times == sorted(times)
+
+
+def test_explain_lists_ncclss_estimates_where_its_choice_runs():
+    """Across nodes on a preset with NCCL's graphs, the row also lists NCCL's own estimate of each
+    algorithm (t3.ops.nccl_tuning.time_us), least first, and the least is the algorithm the prediction
+    ran, not the model's fastest; a row inside one node has no such line."""
+    from t3.config.hardware import load_hardware
+    from t3.ops import nccl_tuning
+
+    rid = "h100-ar-8MiB-2n-gjaion-nccltests309"
+    doc = json.loads(_t3("validate", "--explain", rid, "--json").stdout)
+    (line,) = [x["value"] for x in doc["explain"] if x["what"] == "NCCL's estimate"]
+    (picked,) = [x["value"] for x in doc["explain"] if x["what"] == "algorithm"]
+    items = [x.strip() for x in line.split(": ", 1)[1].split(",")]
+    hw = load_hardware("h100-2x8")
+    est = []
+    for x in items:
+        name, t = x.split()[0], float(x.split()[1])
+        algo, proto = name.split("/")
+        assert t == pytest.approx(nccl_tuning.time_us("all_reduce", algo, proto, 8 << 20, 2, 8, hw), rel=1e-3)
+        est.append((t, name))
+    assert est == sorted(est) and est[0][1] == picked == "nvls-tree/simple"
+    (every,) = [x["value"] for x in doc["explain"] if x["what"] == "every algorithm"]
+    assert not every.startswith(picked)  # the model's fastest is another algorithm
+    one = json.loads(_t3("validate", "--explain", "h100-ar-256MiB-bitdeer", "--json").stdout)
+    whats = [x["what"] for x in one["explain"]]
+    assert "every algorithm" in whats and "NCCL's estimate" not in whats

@@ -404,6 +404,38 @@ class Ll(Protocol):
     )
 
 
+class NcclGraph(_Strict):
+    """One graph NCCL's topology search found for an algorithm (``ncclTopoPrintGraph``'s line ``Pattern
+    ..., nChannels C, bw INTRA/INTER, ...`` in an ``NCCL_DEBUG=INFO`` log): its channels and the bandwidth
+    each channel was given inside a node and across nodes."""
+
+    channels: int = Field(gt=0, description="channels of the graph (nChannels)")
+    bw_intra_Bps: float = Field(gt=0, description="bytes/s per channel inside a node (the graph's bwIntra)")
+    bw_inter_Bps: float = Field(gt=0, description="bytes/s per channel across nodes (the graph's bwInter)")
+
+
+class NcclTuning(_Strict):
+    """The inputs of NCCL's own tuning model across nodes (:mod:`t3.ops.nccl_tuning`): the graphs of its
+    topology search and the host facts it reads. With them, the algorithm and protocol a collective across
+    nodes runs are NCCL's choice (its estimate's least), not the model's fastest."""
+
+    arch: Literal["hopper", "blackwell"] = Field(description="GPU generation of NCCL's per-channel caps")
+    cpu: Literal["intel", "amd", "arm"] = Field(
+        default="intel",
+        description="host CPU (NCCL's LL bandwidth caps and network post overhead depend on it)",
+    )
+    net_latency_s: float = Field(
+        default=0.0,
+        ge=0,
+        description="the network plugin's latency (the graphs' latencyInter; 0 for NCCL's IB)",
+    )
+    ring: NcclGraph = Field(description="the ring's graph")
+    tree: NcclGraph | None = Field(default=None, description="the tree's graph (unset: NCCL runs no tree)")
+    nvls_tree: NcclGraph | None = Field(
+        default=None, description="the NVLS graph NCCL's NVLS-Tree uses (unset: no NVLS-Tree)"
+    )
+
+
 class Collective(_Strict):
     """The collective library's model (:mod:`t3.ops.collectives`): channels, protocols, NVLS."""
 
@@ -482,6 +514,11 @@ class Collective(_Strict):
         ge=0,
         description="latency of one level of NCCL's NVLS-Tree between nodes (its hwLatencies[NET][NVLSTree]"
         "[Simple] plus twice the network's latencyInter); unset: no NVLS-Tree across nodes",
+    )
+    nccl: NcclTuning | None = Field(
+        default=None,
+        description="NCCL's tuning-model inputs across nodes (its graphs); set: a collective across nodes runs"
+        " the algorithm and protocol NCCL's estimate picks (t3.ops.nccl_tuning); unset: the model's fastest",
     )
     nvls_loop_s: float = Field(
         default=0.0,
@@ -632,6 +669,16 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "collective.nvls_latency_s": (0, 1, _S),
     "collective.nvls_loop_s": (0, 1, _S),
     "collective.nvls_tree_net_latency_s": (0, 1, _S),
+    "collective.nccl.net_latency_s": (0, 1, _S),
+    **{
+        f"collective.nccl.{a}.channels": (1, 64, "NCCL runs at most 64 channels")
+        for a in ("ring", "tree", "nvls_tree")
+    },
+    **{
+        f"collective.nccl.{a}.bw_{w}_Bps": (1e6, 1e12, "a channel carries MB/s to hundreds of GB/s")
+        for a in ("ring", "tree", "nvls_tree")
+        for w in ("intra", "inter")
+    },
     **{f"collective.{p}.tree_step_latency_s": (0, 1, _S) for p in ("simple", "ll128", "ll")},
     **{f"collective.{p}.tree_net_step_latency_s": (0, 1, _S) for p in ("simple", "ll128", "ll")},
     **{f"collective.{p}.chunk_bytes": (1, 1e9, "a chunk is KiB to MiB") for p in ("simple", "ll128", "ll")},

@@ -50,6 +50,7 @@ from typing import Any
 
 from t3.config.hardware import Hardware
 from t3.errors import ConfigError, ScheduleError
+from t3.ops import nccl_tuning
 from t3.sim.schedule import Op, Ref, ScheduleBuilder, hbm_timing
 
 StartFn = Callable[[int], list[Ref]]
@@ -696,8 +697,10 @@ def valid_algos(op: str, hw: Hardware, n: int) -> list[str]:
 
 
 def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = None) -> Algo:
-    """The library's choice: the candidate with the least predicted (closed-form) time (memoised per
-    hardware object, operation, size, GPUs and executor)."""
+    """The library's choice (memoised per hardware object, operation, size, GPUs and executor): across
+    nodes, where the preset gives NCCL's graphs (``collective.nccl``), the candidate NCCL's own tuning
+    model estimates fastest (:mod:`t3.ops.nccl_tuning`; ties: the candidates' order); otherwise the
+    candidate with the least predicted (closed-form) time."""
     ex = ex or Executor()
     key = (id(hw), op, nbytes, n, ex.kind, ex.cus)
     hit = _CHOICES.get(key)
@@ -713,7 +716,9 @@ def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = N
     if not cands:
         raise ScheduleError(f"topology: {op} is not modelled on a {hw.topology.kind} topology")
     best = None
-    for a in cands:
+    if spans_nodes(hw, n) and hw.collective.nccl is not None and op in nccl_tuning.OPS:
+        best = nccl_choice(op, nbytes, hw, n, cands)
+    for a in cands if best is None else ():
         t = idle_time(op, a, nbytes, hw, n, ex)
         if best is None or t < best[0] * (1 - 1e-12):
             best = (t, a)
@@ -724,6 +729,19 @@ def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = N
 
 
 _CHOICES: dict[tuple, tuple[Hardware, Algo]] = {}
+
+
+def nccl_choice(op: str, nbytes: float, hw: Hardware, n: int, cands: list[Algo]) -> tuple[float, Algo] | None:
+    """(NCCL's estimate in us, the algorithm) of the candidate NCCL's tuning model picks for ``op`` of
+    ``nbytes`` on ``n`` GPUs across nodes (an all-reduce, all-gather or reduce-scatter: NCCL's all-to-all is
+    grouped send/recv, which its tuning model does not choose); None where it would run none of them."""
+    nodes = -(-n // hw.topology.gpus)
+    best = None
+    for a in cands:
+        t = nccl_tuning.time_us(op, a.name, a.proto, nbytes, nodes, n // nodes, hw)
+        if t < float("inf") and (best is None or t < best[0] * (1 - 1e-12)):
+            best = (t, a)
+    return best
 
 
 def parse_algo(op: str, algo: str | Algo, hw: Hardware, n: int) -> Algo | None:

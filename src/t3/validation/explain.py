@@ -2,7 +2,8 @@
 
 A collective: the algorithm and protocol, and its closed form on an idle node (launch, fixed latency,
 per-hop latency x hops, the transfer and each resource's seconds over the steps) beside the simulated
-time, and where the library chooses the algorithm, every algorithm's time (the model picks its least); a
+time, and where the library chooses the algorithm, every algorithm's time (the model picks its least, or,
+across nodes where the preset gives NCCL's graphs, NCCL's estimate of each, whose least runs); a
 GEMM: the kernel (tile, tiles, waves, K split), the tile's rate and what bounds it, the clock, and the
 launch, exposed prologues and wave bodies; an interference or overlap row: the parts its
 prediction is built from. The figures come from the same calls ``t3 validate`` makes
@@ -43,6 +44,9 @@ def explain(o: Outcome) -> list[tuple[str, str]]:
         lines += _collective(d, w)
         if w["algo"] == "auto":
             lines.append(("every algorithm", _alternatives(r, d["algo"])))
+            nccl = _nccl_estimates(r, d["algo"])
+            if nccl:
+                lines.append(("NCCL's estimate", nccl))
     elif r.category == "gemm_tflops":
         lines += _gemm(d)
     else:
@@ -116,6 +120,31 @@ def _alternatives(row, picked: str) -> str:
     return ", ".join(
         f"{a} {_us(t)}{' (picked)' if a == picked else ''}"
         for a, t in sorted(times.items(), key=lambda x: (x[1], x[0]))
+    )
+
+
+def _nccl_estimates(row, picked: str) -> str:
+    """Where the library's choice is NCCL's (a row across nodes of a preset with ``collective.nccl``):
+    NCCL's own estimate of every algorithm and protocol it would run, least first, the pick marked;
+    "" elsewhere."""
+    from t3.config.hardware import load_hardware
+    from t3.ops import nccl_tuning
+    from t3.ops.collectives import candidates, spans_nodes
+
+    w = row.workload
+    hw = load_hardware(row.hardware)
+    n = w["gpus"]
+    if hw.collective.nccl is None or not spans_nodes(hw, n) or w["op"] not in nccl_tuning.OPS:
+        return ""
+    nodes = -(-n // hw.topology.gpus)
+    est = {
+        str(a): nccl_tuning.time_us(w["op"], a.name, a.proto, w["nbytes"], nodes, n // nodes, hw)
+        for a in candidates(w["op"], hw, n, None, float(w["nbytes"]))
+    }
+    return "its tuning model, which picks: " + ", ".join(
+        f"{a} {t:.4g} us{' (picked)' if a == picked else ''}"
+        for a, t in sorted(est.items(), key=lambda x: (x[1], x[0]))
+        if t < float("inf")
     )
 
 

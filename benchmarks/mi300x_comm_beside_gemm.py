@@ -5,12 +5,11 @@ Run: PYTHONPATH=src python benchmarks/mi300x_comm_beside_gemm.py [--experiment]
 Published: ROCm/tritonBLAS at commit 3b84da43 (branch neoblizz/df-counters-experiments), the per-size
 runs ``results/overlap_data/torch_<size>.json`` and ``torch_12k_nch<C>.json`` (torch.matmul = hipBLASLt,
 bf16, the same local GEMM on every GPU; a torch.distributed all_reduce of a bf16 tensor on a second
-stream, launched first; 100 or 150 steps after 15 warm-up). Each file holds per-iteration lists; the
-medians below were taken from them: ``comm_all`` (the all-reduce alone, back to back) and
-``rot_overlap_comm_all`` (the same all-reduce's own window while the GEMM runs beside it, rotating GEMM
-buffers: the convention of the interference rows of the dataset, which use the same files' GEMM and
-wall-clock medians). The GEMM-side rows of these runs are validation rows of ``t3 validate``; this
-script shows the other side, which those rows leave out (no median of it is published).
+stream, launched first; 100 or 150 steps after 15 warm-up, each after a device synchronize). The medians
+of their per-iteration lists ``comm_all`` (one all-reduce call timed alone) and ``rot_overlap_comm_all``
+(the same call's window while the GEMM runs beside it, rotating GEMM buffers) are the dataset's seven
+``mi300x-gemm*-comm-tritonblas-*`` validation rows (``src/t3/validation/data/interference.toml``, each
+with its source and conventions), which this script reads.
 
 What it shows: on five of the seven runs the all-reduce beside the GEMM takes 1.71-1.76 x its time
 alone, close to the MI300X's engine clock over its GEMM clock (``compute.clock_hz`` 2.1 GHz, datasheet,
@@ -40,18 +39,16 @@ SOURCE = (
 )
 MiB = 2**20
 
-# (file, GEMM m = n = k, all-reduce bytes (bf16 tensor), NCCL_MAX_NCHANNELS (0: unset), medians (ms) of
-# comm_all and rot_overlap_comm_all, rotating_median (the GEMM alone, ms))
-RUNS = [
-    ("torch_2048.json", 2048, 2048 * 2048 * 2, 0, 0.1419, 0.2463, 0.0628),
-    ("torch_4096.json", 4096, 4096 * 4096 * 2, 0, 0.2759, 0.4810, 0.2312),
-    ("torch_8192.json", 8192, 8192 * 8192 * 2, 0, 0.8189, 2.0087, 1.6989),
-    ("torch_12288.json", 12288, 12288 * 12288 * 2, 0, 1.7476, 3.0760, 5.6770),
-    ("torch_16384.json", 16384, 16384 * 16384 * 2, 0, 3.0478, 6.5952, 13.3912),
-    ("torch_12k_nch32.json", 12288, 16384 * 16384 * 2, 32, 3.8767, 6.7698, 5.6991),
-    ("torch_12k_nch56.json", 12288, 16384 * 16384 * 2, 56, 3.0320, 5.1995, 5.7216),
-]
-LEAD_S = 47.6e-6  # torch.cuda._sleep(100000) at the 2.1 GHz engine clock (as the dataset's rows)
+
+def runs() -> list:
+    """The dataset's rows of the all-reduce beside a hipBLASLt GEMM on mi300x-8 (victim = comm)."""
+    from t3.validation.dataset import load_dataset
+
+    return [
+        r
+        for r in load_dataset()
+        if r.category == "interference" and r.hardware == "mi300x-8" and r.workload["victim"] == "comm"
+    ]
 
 
 def main() -> None:
@@ -78,10 +75,14 @@ def table() -> None:
     )
     print(head)
     print("-" * len(head))
-    for name, size, nbytes, ch, alone, beside, gemm in RUNS:
-        r = api.interference(m=size, n=size, k=size, comm="all_reduce", nbytes=nbytes, gpus=8,
-                             hardware=hw, channels=ch, arrangement="together", lead_s=LEAD_S)  # fmt: skip
+    for row in runs():
+        w, pub = row.workload, row.published
+        size, nbytes, ch = w["m"], w["nbytes"], w["channels"]
+        alone, beside, gemm = pub["alone_ms"], pub["together_ms"], pub["gemm_alone_ms"]
+        r = api.interference(m=size, n=size, k=size, comm="all_reduce", nbytes=nbytes, gpus=8, hardware=hw,
+                             channels=ch, arrangement="together", lead_s=w["lead_us"] * 1e-6)  # fmt: skip
         ma, mb = r["comm_alone_s"] * 1e3, r["comm_together_s"] * 1e3
+        name = row.locator.split(":")[0].rsplit("/", 1)[-1]
         print(
             f"{name:22s} {size:6d} {nbytes / MiB:9.0f} {ch or 'default':>8} {gemm:15.3f} {alone:13.3f} "
             f"{beside:14.3f} {beside / alone:9.2f} {ma:19.3f} {mb:20.3f} {mb / ma:15.2f}"

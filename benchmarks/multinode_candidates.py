@@ -38,9 +38,8 @@ def main() -> None:
     rows = [r for r in load_dataset() if r.category == "collective_busbw" and r.role == "validation"]
     hws: dict = {}
     ratios: dict[tuple[str, str], list[float]] = defaultdict(list)
-    errors: dict[str, list[tuple[float, float]]] = defaultdict(
-        list
-    )  # "preset op": (|err| pick, |err| fastest)
+    # "preset op": (|error| of the pick, |error| of the model's fastest)
+    errors: dict[str, list[tuple[float, float]]] = defaultdict(list)
     print(f"{'row':52} {'size':>9} {'measured':>10}  {'model picks':18} {'nearest':18} every algorithm (us)")
     for row in rows:
         w = row.workload

@@ -715,11 +715,12 @@ def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = N
         )
     if not cands:
         raise ScheduleError(f"topology: {op} is not modelled on a {hw.topology.kind} topology")
+    # across nodes NCCL's estimate of what it would run chooses; elsewhere the model's closed form
+    est = nccl_estimates(op, nbytes, hw, n, cands) or {}
+    times = {a: t for a, t in est.items() if t < float("inf")}
+    times = times or {a: idle_time(op, a, nbytes, hw, n, ex) for a in cands}
     best = None
-    if spans_nodes(hw, n) and hw.collective.nccl is not None and op in nccl_tuning.OPS:
-        best = nccl_choice(op, nbytes, hw, n, cands)
-    for a in cands if best is None else ():
-        t = idle_time(op, a, nbytes, hw, n, ex)
+    for a, t in times.items():
         if best is None or t < best[0] * (1 - 1e-12):
             best = (t, a)
     if len(_CHOICES) > 10_000:
@@ -731,17 +732,17 @@ def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = N
 _CHOICES: dict[tuple, tuple[Hardware, Algo]] = {}
 
 
-def nccl_choice(op: str, nbytes: float, hw: Hardware, n: int, cands: list[Algo]) -> tuple[float, Algo] | None:
-    """(NCCL's estimate in us, the algorithm) of the candidate NCCL's tuning model picks for ``op`` of
-    ``nbytes`` on ``n`` GPUs across nodes (an all-reduce, all-gather or reduce-scatter: NCCL's all-to-all is
-    grouped send/recv, which its tuning model does not choose); None where it would run none of them."""
+def nccl_estimates(
+    op: str, nbytes: float, hw: Hardware, n: int, cands: list[Algo]
+) -> dict[Algo, float] | None:
+    """NCCL's own estimate (us, :func:`t3.ops.nccl_tuning.time_us`; inf: it would not run it) of each of
+    ``cands`` for ``op`` of ``nbytes`` on ``n`` GPUs, where that is the library's choice: across nodes of a
+    preset with NCCL's graphs (``collective.nccl``), for an all-reduce, all-gather or reduce-scatter
+    (NCCL's all-to-all is grouped send/recv, which its tuning model does not choose); None elsewhere."""
+    if hw.collective.nccl is None or not spans_nodes(hw, n) or op not in nccl_tuning.OPS:
+        return None
     nodes = -(-n // hw.topology.gpus)
-    best = None
-    for a in cands:
-        t = nccl_tuning.time_us(op, a.name, a.proto, nbytes, nodes, n // nodes, hw)
-        if t < float("inf") and (best is None or t < best[0] * (1 - 1e-12)):
-            best = (t, a)
-    return best
+    return {a: nccl_tuning.time_us(op, a.name, a.proto, nbytes, nodes, n // nodes, hw) for a in cands}
 
 
 def parse_algo(op: str, algo: str | Algo, hw: Hardware, n: int) -> Algo | None:

@@ -126,8 +126,7 @@ def time_us(op: str, algo: str, proto: str, nbytes: float, nodes: int, ppn: int,
     ls = log2i(size >> 6)
     if algo == "tree" and op == "all_reduce" and 0 <= ls < 23:
         bw *= TREE_CORRECTION[p][ls]
-    t = hw.collective.nccl
-    channels = t.ring.channels if t is not None and t.ring is not None else 1
+    channels = hw.collective.nccl.ring.channels  # comm->nChannels (set: bandwidth_latency ran on it)
     if algo == "ring" and p == SIMPLE and op == "all_reduce" and size / (channels * nodes * ppn) >= 64:
         lat *= 1.4
     return lat + size / (1000.0 * bw)

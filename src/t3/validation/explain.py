@@ -124,26 +124,20 @@ def _alternatives(row, picked: str) -> str:
 
 
 def _nccl_estimates(row, picked: str) -> str:
-    """Where the library's choice is NCCL's (a row across nodes of a preset with ``collective.nccl``):
-    NCCL's own estimate of every algorithm and protocol it would run, least first, the pick marked;
-    "" elsewhere."""
+    """Where the library's choice is NCCL's (:func:`t3.ops.collectives.nccl_estimates`): NCCL's own estimate
+    of every algorithm and protocol it would run, least first, the pick marked; "" elsewhere."""
     from t3.config.hardware import load_hardware
-    from t3.ops import nccl_tuning
-    from t3.ops.collectives import candidates, spans_nodes
+    from t3.ops.collectives import candidates, nccl_estimates
 
     w = row.workload
     hw = load_hardware(row.hardware)
-    n = w["gpus"]
-    if hw.collective.nccl is None or not spans_nodes(hw, n) or w["op"] not in nccl_tuning.OPS:
+    n, nbytes = w["gpus"], float(w["nbytes"])
+    est = nccl_estimates(w["op"], nbytes, hw, n, candidates(w["op"], hw, n, None, nbytes))
+    if est is None:
         return ""
-    nodes = -(-n // hw.topology.gpus)
-    est = {
-        str(a): nccl_tuning.time_us(w["op"], a.name, a.proto, w["nbytes"], nodes, n // nodes, hw)
-        for a in candidates(w["op"], hw, n, None, float(w["nbytes"]))
-    }
     return "its tuning model, which picks: " + ", ".join(
-        f"{a} {t:.4g} us{' (picked)' if a == picked else ''}"
-        for a, t in sorted(est.items(), key=lambda x: (x[1], x[0]))
+        f"{a} {t:.4g} us{' (picked)' if str(a) == picked else ''}"
+        for a, t in sorted(est.items(), key=lambda x: (x[1], str(x[0])))
         if t < float("inf")
     )
 

@@ -492,6 +492,7 @@ def test_ring_steps_copied_from_a_template_equal_ops_made_one_by_one(hwn, n, sym
     engine reads equals what step_op makes of the same arguments, op by op (the reference)."""
     from t3.ops.collectives import (
         base_latency,
+        proxy_steps_s,
         ring_hops,
         ring_program,
         ring_step_deps,
@@ -517,13 +518,14 @@ def test_ring_steps_copied_from_a_template_equal_ops_made_one_by_one(hwn, n, sym
     ref = ScheduleBuilder("t", hw, n, symmetric=symmetric)
     steps, tail = ring_program(op, n)
     hops, alpha = ring_hops(hw, n), ring_step_latency(hw, a, ex, n)
+    proxies = proxy_steps_s(hw, a, ex, n, 64e6, [alpha] * len(steps))
     first = hw.compute.kernel_launch_s + base_latency(hw, a, ex)
     for g in ref.gpus:
         for j, st in enumerate(steps):
             cat = "c0" if op != "all_reduce" or j < n else "c1"
             deps = ring_step_deps(lambda g: [], g, j, "x", hops)
             step_op(ref, g, f"x.{j}", st, 64e6 / n, hops, algo=a, ex=ex, cat=cat, prio=0, deps=deps,
-                    delay=alpha + (first if j == 0 else 0.0))  # fmt: skip
+                    delay=alpha + (first if j == 0 else 0.0), proxy=proxies[j])  # fmt: skip
     rops = ref.build().ops
     want = {(o.gpu, o.key): o for o in rops}
     fields = ("kind", "cat", "demands", "caps", "delay_s", "traffic", "prio", "acquire", "release",

@@ -52,10 +52,10 @@ def test_only_the_librarys_own_ring_and_tree_are_reduced():
     assert Executor("dma").for_call(hw, Algo("ring", "simple"), small, 8).kind == "dma"
     for a in (Algo("direct", "ll"), Algo("nvls")):
         assert Executor().for_call(hw, a, small, 8).share == 1.0
-    net = load_hardware("h100-2x8")  # across nodes the tree's loop (its LL threshold not x the ranks)
-    assert (
-        Executor().for_call(net, Algo("ring", "ll"), small, 16).share == 1.0
-    )  # the ring stands in for the tree
+    net = load_hardware("h100-2x8")  # across nodes the ring's loop (LL's threshold x all 16 ranks) ...
+    want = nccl_channels(small, net.collective.channels, 512, 8 * 16)
+    assert want == 1 and Executor().for_call(net, Algo("ring", "ll"), small, 16).channels(net) == want
+    # ... and the tree's (its LL threshold not x the ranks)
     for a, thr in ((Algo("tree", "ll"), 8), (Algo("tree", "simple"), 64)):
         want = nccl_channels(small, net.collective.channels, 512, thr)
         assert Executor().for_call(net, a, small, 16).channels(net) == want

@@ -572,7 +572,8 @@ class Network(_Strict):
         default=0.0,
         ge=0,
         description="the host's post overhead per network operation (NCCL getNetOverhead: 1 us Intel, 2 us AMD"
-        " hosts; three per Simple step), a floor under every ring step across nodes",
+        " hosts; three per Simple step): a floor under every ring step across nodes, and the network proxy's"
+        " cost of each send and receive it posts (t3.ops.collectives.proxy_steps_s)",
     )
 
     @model_validator(mode="after")

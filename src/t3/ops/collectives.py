@@ -109,12 +109,8 @@ class Executor:
         channel's threads below one channel's worth (under ~1.5 us on 8 GPUs). Only the library's own
         channel count (``cus`` unset) is reduced; an executor given its CUs keeps them. The same loop
         runs NCCL's tree across nodes (:func:`tree_program`), its LL threshold not multiplied by the
-        ranks (that is the ring's alone). A ring across nodes keeps its channels: NCCL runs calls of
-        these sizes there on its tree (or NVLS-Tree), and on a preset without the tree the ring stands
-        in for it, so the ring's rule (LL's threshold times all the ranks) is not applied there."""
+        ranks (that is the ring's alone), and the ring across nodes (all its ranks, as NCCL counts them)."""
         if self.kind != "cu" or self.cus is not None or algo.name not in ("ring", "tree"):
-            return self
-        if algo.name == "ring" and spans_nodes(hw, n):
             return self
         c = self.channels(hw)
         p = protocol(hw, algo.proto)
@@ -363,6 +359,37 @@ def tree_alphas(hw: Hardware, algo: Algo, ex: Executor, nbytes: float, n: int) -
     return [lat + held * share * step_time(hw, n, st, nbytes, algo, ex, hops=hops) for st in steps]
 
 
+def proxy_steps_s(
+    hw: Hardware, algo: Algo, ex: Executor, n: int, nbytes: float, alphas: list[float]
+) -> list[float]:
+    """Seconds of each step's work on a GPU's network proxy beyond the step's latency (``alphas``): a ring
+    (or the tree) across nodes, 0 elsewhere. NCCL's proxy, one host thread per GPU, posts every network
+    send and receive of the channels whose ring (or tree) leaves or enters the node at that GPU, one after
+    another (src/proxy.cc; src/transport/net.cc: a post per chunk of ``collective.<proto>.chunk_bytes``),
+    each at ``network.overhead_s`` (NCCL's getNetOverhead; three for Simple, as NCCL's own tuning model
+    charges a Simple step across nodes). With rail-aligned channels a GPU serves ``ceil(channels / GPUs
+    per node)`` of them; per ring step each sends one block and receives one, per tree direction each
+    chunk crosses one level of NCCL's double binary tree (a node is a leaf in one tree and has two
+    children in the other: two posts per chunk on average, one between two nodes). A step lasts at least
+    its proxy's cycle, its latency and its transfer running within it (the cycle is this work plus the
+    latency)."""
+    net = hw.network
+    if not spans_nodes(hw, n) or ex.kind != "cu" or not net.overhead_s or algo.name not in ("ring", "tree"):
+        return [0.0] * len(alphas)
+    p = protocol(hw, algo.proto)
+    nc = ex.channels(hw)
+    if algo.name == "ring":
+        posts, per_channel, chunk = 2, nbytes / n / nc, p.chunk_bytes
+    else:
+        posts = 1 if n // hw.topology.gpus == 2 else 2
+        per_channel, chunk = nbytes / nc, tree_chunk_bytes(hw, algo, nbytes, nc, n)
+    cycle = (
+        posts * math.ceil(nc / hw.topology.gpus) * max(1, math.ceil(per_channel / chunk))
+        * net.overhead_s * (3 if algo.proto == "simple" else 1)
+    )  # fmt: skip
+    return [max(0.0, cycle - a) for a in alphas]
+
+
 def p2p_step_latency(hw: Hardware, algo: Algo, ex: Executor, n: int) -> float:
     """Latency of a grouped send/recv (all-to-all) on ``n`` GPUs: a step's (:func:`step_latency`) in one
     node; across nodes, where some peers are reached through the NICs, the network step's
@@ -448,14 +475,15 @@ def transfer_work(
 def step_op(
     b: ScheduleBuilder, g: int, key: str, st: Step, c: float, offs: list[int] | list[Hop], *, algo: Algo,
     ex: Executor, cat: str, delay: float, deps: list[Ref], prio: int, land=None, recv_reduce: bool = False,
+    proxy: float = 0.0,
 ) -> Op:  # fmt: skip
     """One primitive on GPU g (the op it adds): reads and local writes at g, ``st.send * c`` spread over the peers
     ``g + off`` or over the hops (:class:`Hop`; across nodes through the NICs), landing there, or
     ``land(dst, nbytes)`` -> (work, written bytes) for NMC updates. ``recv_reduce``: the receiver also
     reduces each landed share into its own block (2 reads + 1 write on its CUs), the store-and-forward
-    ring."""
+    ring. ``proxy``: seconds of the step's work on g's network proxy (:func:`proxy_steps_s`)."""
     hw = b.hw
-    work: Work = []
+    work: Work = [(b.proxy(g), proxy)] if proxy else []
     if st.rd:
         work.append((b.hbm(g), st.rd * c))
     if st.wl:
@@ -526,6 +554,7 @@ def run_ring(
         )
     hops = ring_hops(hw, n)
     alphas = alphas or [ring_step_latency(hw, algo, ex, n)] * len(steps)
+    proxies = proxy_steps_s(hw, algo, ex, n, c if algo.name == "tree" else c * n, alphas)
     first = (hw.compute.kernel_launch_s if launch else 0.0) + base_latency(hw, algo, ex)
     last = len(steps) - 1
     # a ring's steps of the same primitive, category and delay on one GPU are the same op but for their
@@ -539,13 +568,13 @@ def run_ring(
             deps = ring_step_deps(start, g, j, prefix, hops)
             delay = alphas[j] + (first if j == 0 else 0.0)
             if made is not None:
-                tkey = (g, st, cat, delay)
+                tkey = (g, st, cat, delay, proxies[j])
                 like = made.get(tkey)
                 if like is not None:
                     b.add_like(like, g, key, deps)
                     continue
             op = step_op(b, g, key, st, c, hops, algo=algo, ex=ex, cat=cat, delay=delay, deps=deps, prio=prio,
-                         land=land, recv_reduce=recv_reduce)  # fmt: skip
+                         land=land, recv_reduce=recv_reduce, proxy=proxies[j])  # fmt: skip
             if made is not None:
                 made[tkey] = op
         if tail is not None:
@@ -1257,10 +1286,13 @@ def idle_time(op: str, algo: Algo, nbytes: float, hw: Hardware, n: int, ex: Exec
         part = res if terms is not None else None
         hops_of = ring_hops(hw, n)
         alphas = tree_alphas(hw, algo, ex, nbytes, n) if algo.name == "tree" else [alpha] * len(steps)
+        proxies = proxy_steps_s(hw, algo, ex, n, nbytes, alphas)
         t = t0 + sum(
-            a + step_time(hw, n, st, c, algo, ex, rr, part, hops_of)
-            for a, st in zip(alphas, steps, strict=True)
+            a + max(step_time(hw, n, st, c, algo, ex, rr, part, hops_of), p)
+            for a, p, st in zip(alphas, proxies, steps, strict=True)
         )
+        if part is not None and any(proxies):
+            _add_parts(res, proxy=sum(proxies))
         hops = len(steps)
         if algo.name == "tree":  # each direction crosses the chain of a node and the trees' levels
             hops = 2 * ((hw.topology.gpus - 1) + tree_levels(hw, n))

@@ -67,7 +67,7 @@ class Policy:
 class Resource:
     name: str
     capacity: float  # units per second
-    kind: str  # "cu", "hbm", "link", "dma", "port", "nic", "l2", "switch"
+    kind: str  # "cu", "hbm", "link", "dma", "port", "nic", "l2", "switch", "proxy"
     gpu: int
     policy: Policy = field(default_factory=Policy)
     timing: HbmTiming | None = None  # a memory resource: turnaround and latency (t3.sim.memory)
@@ -322,6 +322,15 @@ class ScheduleBuilder:
                 self._resource(f"nic-in:{d}", bw, "nic", d),
             )
         return list(hit)
+
+    def proxy(self, gpu: int) -> int:
+        """The host thread that drives the GPU's network transfers (NCCL's proxy: it posts each network send
+        and receive of every channel the GPU serves, one after another); work on it is seconds."""
+        idx = self._known.get(("proxy", gpu))
+        if idx is None:
+            g = self.canon(gpu)
+            idx = self._known["proxy", gpu] = self._resource(f"proxy:{g}", 1.0, "proxy", g)
+        return idx
 
     def _path(self, src: int, dst: int) -> list[int]:
         n = self.n

@@ -366,13 +366,15 @@ def proxy_steps_s(
     (or the tree) across nodes, 0 elsewhere. NCCL's proxy, one host thread per GPU, posts every network
     send and receive of the channels whose ring (or tree) leaves or enters the node at that GPU, one after
     another (src/proxy.cc; src/transport/net.cc: a post per chunk of ``collective.<proto>.chunk_bytes``),
-    each at ``network.overhead_s`` (NCCL's getNetOverhead; three for Simple, as NCCL's own tuning model
-    charges a Simple step across nodes). With rail-aligned channels a GPU serves ``ceil(channels / GPUs
-    per node)`` of them; per ring step each sends one block and receives one, per tree direction each
-    chunk crosses one level of NCCL's double binary tree (a node is a leaf in one tree and has two
-    children in the other: two posts per chunk on average, one between two nodes). A step lasts at least
-    its proxy's cycle, its latency and its transfer running within it (the cycle is this work plus the
-    latency)."""
+    each at ``network.overhead_s`` (NCCL's getNetOverhead), whatever the protocol (NCCL's tuning model
+    charges a Simple step three, but at three per post no proxy could keep a NIC busy with the 128 KiB
+    chunks of the 2-node NVLS-Tree, measured at 469 GB/s of bus bandwidth). With rail-aligned channels a
+    GPU serves ``ceil(channels / GPUs per node)`` of them; per ring step each sends one block and receives
+    one, per tree direction each chunk crosses one level of NCCL's double binary tree (a node is a leaf in
+    one tree and has two children in the other: two posts per chunk on average, one between two nodes).
+    A step lasts at least its proxy's cycle, its latency and its transfer running within it (the cycle is
+    this work plus the latency). NVLS-Tree's posts are not modelled: at one per 64 KiB chunk they would
+    hold 4-node NVLS-Tree below the rate it is measured at, so NCCL posts its chunks for less there."""
     net = hw.network
     if not spans_nodes(hw, n) or ex.kind != "cu" or not net.overhead_s or algo.name not in ("ring", "tree"):
         return [0.0] * len(alphas)
@@ -383,10 +385,7 @@ def proxy_steps_s(
     else:
         posts = 1 if n // hw.topology.gpus == 2 else 2
         per_channel, chunk = nbytes / nc, tree_chunk_bytes(hw, algo, nbytes, nc, n)
-    cycle = (
-        posts * math.ceil(nc / hw.topology.gpus) * max(1, math.ceil(per_channel / chunk))
-        * net.overhead_s * (3 if algo.proto == "simple" else 1)
-    )  # fmt: skip
+    cycle = posts * math.ceil(nc / hw.topology.gpus) * max(1, math.ceil(per_channel / chunk)) * net.overhead_s
     return [max(0.0, cycle - a) for a in alphas]
 
 

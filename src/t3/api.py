@@ -321,21 +321,16 @@ def collective(
 
 def _protocol_choice(op: str, algo: str, nbytes: int, n: int, hw: Hardware, valid: list[str]) -> str:
     """An algorithm named without a protocol (``ring``) runs with the protocol the library would pick
-    for it: across nodes, where the library's choice is NCCL's (:func:`t3.ops.collectives.nccl_estimates`),
-    the protocol of least NCCL estimate (NCCL_ALGO fixes the algorithm, its tuning model still picks the
-    protocol); elsewhere the enabled protocol of least predicted time
-    (:func:`t3.ops.collectives.idle_time`)."""
-    from t3.ops.collectives import idle_time, nccl_estimates, parse_algo, protocol
+    for it, among its enabled protocols, as the library picks (:func:`t3.ops.collectives.fastest`: across
+    nodes NCCL's estimate, as NCCL_ALGO fixes the algorithm and its tuning model still picks the protocol;
+    elsewhere the least predicted time)."""
+    from t3.ops.collectives import fastest, parse_algo, protocol
 
     opts = [a for a in valid if a.startswith(f"{algo}/") and protocol(hw, a.split("/")[1]).enabled]
     if not opts:
         return algo  # not a valid name: the caller's check names it
     size = nbytes * (n - 1) / n if op == "all_to_all" else nbytes
-    algos = {a: parse_algo(op, a, hw, n) for a in opts}
-    est = nccl_estimates(op, float(size), hw, n, list(algos.values()))
-    if est:
-        return min(opts, key=lambda a: est[algos[a]])
-    return min(opts, key=lambda a: idle_time(op, algos[a], float(size), hw, n))
+    return str(fastest(op, float(size), hw, n, [parse_algo(op, a, hw, n) for a in opts]))
 
 
 def _collective(op: str, nbytes: int, n: int, hw: Hardware, algo: str) -> dict[str, Any]:

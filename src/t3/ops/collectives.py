@@ -743,7 +743,22 @@ def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = N
         )
     if not cands:
         raise ScheduleError(f"topology: {op} is not modelled on a {hw.topology.kind} topology")
-    # across nodes NCCL's estimate of what it would run chooses; elsewhere the model's closed form
+    best = fastest(op, nbytes, hw, n, cands, ex)
+    if len(_CHOICES) > 10_000:
+        _CHOICES.clear()
+    _CHOICES[key] = (hw, best)
+    return best
+
+
+_CHOICES: dict[tuple, tuple[Hardware, Algo]] = {}
+
+
+def fastest(
+    op: str, nbytes: float, hw: Hardware, n: int, cands: list[Algo], ex: Executor | None = None
+) -> Algo:
+    """The one of ``cands`` the library runs: across nodes, where its choice is NCCL's
+    (:func:`nccl_estimates`), the least of NCCL's estimate among those it would run; otherwise the least
+    predicted (closed-form) time. Ties: the candidates' order."""
     est = nccl_estimates(op, nbytes, hw, n, cands) or {}
     times = {a: t for a, t in est.items() if t < float("inf")}
     times = times or {a: idle_time(op, a, nbytes, hw, n, ex) for a in cands}
@@ -751,13 +766,7 @@ def choose(op: str, nbytes: float, hw: Hardware, n: int, ex: Executor | None = N
     for a, t in times.items():
         if best is None or t < best[0] * (1 - 1e-12):
             best = (t, a)
-    if len(_CHOICES) > 10_000:
-        _CHOICES.clear()
-    _CHOICES[key] = (hw, best[1])
     return best[1]
-
-
-_CHOICES: dict[tuple, tuple[Hardware, Algo]] = {}
 
 
 def nccl_estimates(

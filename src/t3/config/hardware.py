@@ -422,7 +422,7 @@ class NcclTuning(_Strict):
     arch: Literal["hopper", "blackwell"] = Field(description="GPU generation of NCCL's per-channel caps")
     cpu: Literal["intel", "amd", "arm"] = Field(
         default="intel",
-        description="host CPU (NCCL's LL bandwidth caps and network post overhead depend on it)",
+        description="host CPU (NCCL's LL bandwidth caps depend on it; its post overhead is network.overhead_s)",
     )
     net_latency_s: float = Field(
         default=0.0,

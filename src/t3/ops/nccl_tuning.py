@@ -38,8 +38,6 @@ PER_CH_MAX_RING_LL128_BW = (36.7, 40.0)
 PER_CH_MAX_TREE_LL128_BW = ((36.7, 29.0), (31.67, 20.0))
 PER_CH_MAX_NVLS_TREE_BW = ((57.7, 45.5), (96.0, 80.0))
 NVLS_EFFICIENCY = (0.85, 0.74)
-# getNetOverhead (us): the host's post per network operation, three per Simple step
-NET_OVERHEAD = {"intel": 1.0, "amd": 2.0, "arm": 1.0}
 # treeCorrectionFactor[protocol][log2(bytes / 64)], 64 B to 256 MiB: "Trees are not perfectly sticking to the
 # model for medium sizes"
 TREE_CORRECTION = (
@@ -102,7 +100,8 @@ def bandwidth_latency(
     )
     lat = BASE_LATENCY[algo][p]
     if algo == "ring":
-        overhead = NET_OVERHEAD[t.cpu] * (3 if p == SIMPLE else 1)
+        # getNetOverhead: the preset's network.overhead_s (as NCCL_NET_OVERHEAD sets it), three per Simple step
+        overhead = hw.network.overhead_s * 1e6 * (3 if p == SIMPLE else 1)
         intra_lat = max(intra_lat, overhead)
         inter_steps = 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
         lat += (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat

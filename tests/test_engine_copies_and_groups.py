@@ -110,3 +110,47 @@ def test_groups_are_the_connected_components(rsets, rnd):
     assert all(g == sorted(g, key=pos.get) for g in got)
     assert sorted(i for g in got for i in g) == sorted(active)
     assert sorted(sorted(g) for g in got) == sorted(_components(rsets))
+
+
+@pytest.mark.parametrize("hwn,tp", [("gb200-nvl72", 72), ("h100-8", 8)])
+def test_t3_updates_over_the_same_resources_share_one_op(hwn, tp):
+    """T3's updates (remote stores, DMAs) are keyed by the resources they use, not by their receiver: in
+    symmetric mode on a switch every receiver's update runs on GPU 0's port, NMC and DMA engines, so one
+    template serves every receiver of a piece size. Each copy asks exactly what its template asks, and the
+    schedule with every ``like`` cleared gives the same result, bit for bit."""
+    from t3.schedules import RunOptions
+    from t3.schedules.t3 import T3Builder
+    from t3.workload import sublayer_operator
+    from t3.workload.models import ModelSpec
+
+    model = ModelSpec(name="tp72", hidden=9216, layers=80, heads=72, ffn=36864, tokens=9216)
+    hw = load_hardware(hwn, {"nmc.present": True})
+    sched = T3Builder("t3", sublayer_operator(model, "fc2", tp), hw, RunOptions(), mca=False).build()
+    updates = [o for o in sched.ops if o.kind in ("dma", "remote-store")]
+    templates = [o for o in updates if o.like < 0]
+    asks = {(o.kind, tuple(o.demands)) for o in updates}
+    assert len(templates) == len(asks) < len(updates)  # one template per distinct ask, not per receiver
+    fields = (
+        "kind",
+        "demands",
+        "caps",
+        "delay_s",
+        "traffic",
+        "prio",
+        "acquire",
+        "release",
+        "writes",
+        "window",
+    )
+    for o in updates:
+        if o.like >= 0:
+            t = sched.ops[o.like]
+            assert [getattr(o, f) for f in fields] == [getattr(t, f) for f in fields]
+    plain = copy.deepcopy(sched)
+    for op in plain.ops:
+        op.like = -1
+    engine._FILLS.clear()
+    b = Engine().run(plain)
+    engine._FILLS.clear()
+    a = Engine().run(sched)
+    assert (a.makespan, a.start, a.end) == (b.makespan, b.start, b.end)

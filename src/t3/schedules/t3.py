@@ -413,9 +413,12 @@ class T3Builder:
             sem = b.semaphore(g, SEMAPHORE_KIND, tr.entries)
         window = hw.dma.engines * hw.dma.inflight_bytes
         staging = hw.dma.engines * hw.dma.staging_bytes
-        # an update of the same size to the same GPU is the same op but for its key and dependencies: the
-        # first one serves as the template of the others (not in functional mode: callbacks differ)
+        # an update of the same size over the same resources is the same op but for its key and dependencies:
+        # the first one serves as the template of the others (not in functional mode: callbacks differ). Its
+        # resources name it, not its receiver: in symmetric mode on a switch every receiver's update runs on
+        # GPU 0's port, NMC and DMA engines, so one op serves all of them
         made = b.templates if fn is None else {}
+        res_key = ("t3-update", kind, tuple(path), upd_r, upd_cost, hbm, dma, sem)
         loads, bodies = self._wave_refs(g)
         entries = self._entries
         counts = self.counts
@@ -425,7 +428,7 @@ class T3Builder:
             if ent is None:
                 ent = entries[hi - lo] = tr.entries_for(hi - lo)
             key = f"rs.{p}.{i}"
-            tkey = ("t3-update", kind, g, r, hi - lo)
+            tkey = (res_key, hi - lo)
             if kind == "remote":
                 counts["gemm_write_remote"] += nb
                 deps = (loads[w1],)

@@ -382,3 +382,68 @@ def test_the_split_is_the_fastest_candidate_and_only_where_tiles_leave_cus_idle(
     # 128 tiles on 132 SMs run one CTA per tile, as cuBLAS's grid for this shape shows (kernel-facts.json)
     assert plan_gemm(GemmShape(128, 8192, 8192, "bf16"), load_hardware("h100-8")).split_k == 1
     assert plan_gemm(GemmShape(8192, 8192, 8192, "bf16"), load_hardware("h100-8")).split_k == 1
+
+
+# ---- K stages per tile: as many as fit in shared memory ---------------------------------------------------
+def _measured_kernels() -> list[tuple[str, int, int, int, int]]:
+    """(gpu, tile rows, tile columns, K stages, shared memory) of every cuBLAS kernel `t3 measure`'s kernel
+    facts recorded, read from its name (``..._{tm}x{tn}_{k_step}x{stages}_...``) and its launch."""
+    import json
+    import re
+    from pathlib import Path
+
+    out = []
+    for f in sorted(Path(__file__).resolve().parents[1].glob("measurements/*/kernel-facts.json")):
+        for g in json.loads(f.read_text())["gemms"]:
+            for kern in g["kernels"]:
+                m = re.search(r"_(\d+)x(\d+)_(\d+)x(\d+)_", kern["name"])
+                if m and kern["name"].startswith("nvjet_sm90"):
+                    tm, tn, _, stages = (int(x) for x in m.groups())
+                    out.append((f.parent.name, tm, tn, stages, int(kern["shared memory"])))
+    return out
+
+
+def test_each_tile_keeps_the_stages_cublas_kernels_keep():
+    """The oracle is the measured kernels: on h100-8 / h200-8 each recorded cuBLAS kernel's stage count (from
+    its name) is what fits in the preset's shared memory beside its epilogue, and its shared memory is those
+    stages plus at most the preset's epilogue bytes. Four tile shapes, three to eight stages."""
+    from t3.ops.gemm import tile_stages
+
+    kernels = _measured_kernels()
+    assert {(tm, tn) for _, tm, tn, _, _ in kernels} >= {(320, 128), (256, 128), (128, 128), (128, 64)}
+    for gpu, tm, tn, stages, smem in kernels:
+        hw = load_hardware(f"{gpu}-8")
+        assert tile_stages(hw, tm, tn, 2) == stages, (gpu, tm, tn)
+        stage = (tm + tn) * hw.compute.k_step * 2
+        assert stages * stage < smem <= stages * stage + hw.compute.smem_epilogue_bytes
+        assert smem <= hw.compute.smem_bytes
+
+
+def test_a_smaller_tile_keeps_more_in_flight_and_a_preset_without_shared_memory_keeps_k_stages():
+    """On h100-8 a decode GEMM's 128 x 64 tiles keep 8 stages (7 in flight), where k_stages alone would keep 4
+    (3 in flight): its memory-bound wave is faster, never slower. mi300x-8 gives no shared memory: every tile
+    keeps its k_stages."""
+    from t3.ops.gemm import tile_stages
+
+    hw = load_hardware("h100-8")
+    assert tile_stages(hw, 128, 64, 2) == 8 and tile_stages(hw, 256, 128, 2) == hw.compute.k_stages
+    four = hw.model_copy(
+        update={"compute": hw.compute.model_copy(update={"smem_bytes": None, "smem_epilogue_bytes": 0})}
+    )
+    shape = GemmShape(16, 4096, 4096, "bf16")
+    deep, flat = plan_gemm(shape, hw, tile=(128, 64)), plan_gemm(shape, four, tile=(128, 64))
+    assert deep.waves[0].window_bytes == pytest.approx(flat.waves[0].window_bytes * 7 / 3, rel=1e-12)
+    assert deep.alone_s(hw) < flat.alone_s(four)
+    mi = load_hardware("mi300x-8")
+    assert mi.compute.smem_bytes is None
+    assert {tile_stages(mi, tm, tn, 2) for tm, tn in tile_menu(mi)} == {mi.compute.k_stages}
+
+
+def test_shared_memory_fields_are_checked_by_name():
+    from t3.config.hardware import Compute
+
+    base = load_hardware("h100-8").compute.model_dump()
+    with pytest.raises(ValueError, match="smem_epilogue_bytes: set without smem_bytes"):
+        Compute(**{**base, "smem_bytes": None})
+    with pytest.raises(ValueError, match="smem_epilogue_bytes: 232448 leaves none of smem_bytes"):
+        Compute(**{**base, "smem_epilogue_bytes": 232448})

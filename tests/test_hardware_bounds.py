@@ -56,15 +56,21 @@ SCALARS = [p for p in BOUNDS if not p.endswith(".*")]
 
 
 def _is_int(path: str) -> bool:
-    return _field(path).annotation is int
+    return _field(path).annotation in (int, int | None)
 
 
 @pytest.mark.parametrize("path", SCALARS)
 def test_above_the_bound_is_refused_and_the_bound_itself_is_accepted(path):
     lo, hi, why = BOUNDS[path]
     above = int(hi) + 1 if _is_int(path) else hi * 1.5
+    # (a field checked against another is tried beside that one at its own bound)
+    extra = (
+        {"compute.smem_bytes": int(BOUNDS["compute.smem_bytes"][1])}
+        if path == "compute.smem_epilogue_bytes"
+        else {}
+    )
     with pytest.raises(ConfigError) as e:
-        load_hardware(_preset(path), {path: above})
+        load_hardware(_preset(path), {**extra, path: above})
     msg = str(e.value)
     assert msg.startswith(f"hardware '{_preset(path)}': {path}: "), msg
     assert "is outside what any GPU could be: must be in [" in msg and msg.endswith(f"({why})"), msg
@@ -74,7 +80,7 @@ def test_above_the_bound_is_refused_and_the_bound_itself_is_accepted(path):
             _preset(path), {path: at, "power.limit_w": BOUNDS["power.limit_w"][1]}
         ).model_dump()
         return
-    assert load_hardware(_preset(path), {path: at}).model_dump()  # the bound itself is inside
+    assert load_hardware(_preset(path), {**extra, path: at}).model_dump()  # the bound itself is inside
 
 
 # topology.gpus: its field's own "greater than 1" refuses 1 first

@@ -112,6 +112,7 @@ def test_blind_sets_are_disjoint_from_training_and_each_other():
         FRESH7_OPERATORS,
         FRESH8_OPERATORS,
         FRESH9_OPERATORS,
+        FRESH10_OPERATORS,
         FRESH_OPERATORS,
         _key,
     )
@@ -119,7 +120,7 @@ def test_blind_sets_are_disjoint_from_training_and_each_other():
     labelled = {(r["operator"]["op"], r["operator"]["m"], r["operator"]["n"], r["operator"]["k"],
                  r["operator"]["gpus"], r["operator"]["dtype"], r["operator"]["skew"]) for r in load_rows(DATA)}  # fmt: skip
     sets = [UNSEEN_OPERATORS, FRESH_OPERATORS, FRESH2_OPERATORS, FRESH3_OPERATORS, FRESH4_OPERATORS, FRESH5_OPERATORS,
-            FRESH6_OPERATORS, FRESH7_OPERATORS, FRESH8_OPERATORS, FRESH9_OPERATORS]  # fmt: skip
+            FRESH6_OPERATORS, FRESH7_OPERATORS, FRESH8_OPERATORS, FRESH9_OPERATORS, FRESH10_OPERATORS]  # fmt: skip
     keys = [{_key(f) for f in s} for s in sets]
     assert (
         len(FRESH3_OPERATORS) >= 40
@@ -128,6 +129,7 @@ def test_blind_sets_are_disjoint_from_training_and_each_other():
         and len(FRESH7_OPERATORS) >= 30
         and len(FRESH8_OPERATORS) >= 30
         and len(FRESH9_OPERATORS) >= 30
+        and len(FRESH10_OPERATORS) >= 30
         and all(len(k) == len(s) for k, s in zip(keys, sets, strict=True))
     )
     design = {_key(f) for f in DESIGN_OPERATORS}

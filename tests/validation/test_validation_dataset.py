@@ -273,3 +273,48 @@ dtype = "fp16"
         DatasetError, match=r"g.toml: row 1 \('g-1'\): workload.out_dtype: unknown dtype 'int8'"
     ):
         parse_rows(row + 'out_dtype = "int8"\n', "g.toml")
+
+
+def test_a_graph_timed_gemm_row_costs_the_devices_gap_not_the_hosts_launch():
+    """timing = "graph" (calls replayed in a CUDA graph): the row is compared with the model's time less its
+    launch(es) plus one compute.graph_launch_s per kernel (two for a split-K plan: the reduction kernel);
+    the same GEMM as a host-timed row keeps the launch. A preset without a measured gap refuses the row by
+    name before predicting anything else."""
+    from t3 import api
+    from t3.config.hardware import load_hardware
+    from t3.validation.runner import Predictor
+
+    def row(hw: str, m: int, n: int, k: int, timing: str) -> str:
+        return f"""
+[[row]]
+id = "g-{timing}"
+category = "gemm_tflops"
+role = "validation"
+hardware = "{hw}"
+measured = 100.0
+unit = "TFLOPS"
+source = "https://example.org/page"
+locator = "table 1"
+conventions = "do_bench_cudagraph"
+[row.workload]
+m = {m}
+n = {n}
+k = {k}
+dtype = "bf16"
+timing = "{timing}"
+"""
+
+    for m, n, k in ((16, 4096, 4096), (128, 1024, 8192)):
+        hw = load_hardware("h100-8")
+        r = api.gemm(m, n, k, hardware=hw)
+        kernels = 2 if r["split_k"] > 1 else 1
+        graph = Predictor().predict(parse_rows(row("h100-8", m, n, k, "graph"), "g.toml")[0])
+        host = Predictor().predict(parse_rows(row("h100-8", m, n, k, "host"), "g.toml")[0])
+        flop = 2 * m * n * k
+        assert host.predicted == pytest.approx(flop / r["time_s"] / 1e12, rel=1e-12)
+        t = r["time_s"] - kernels * hw.compute.kernel_launch_s + kernels * hw.compute.graph_launch_s
+        assert graph.predicted == pytest.approx(flop / t / 1e12, rel=1e-12)
+    assert kernels == 2  # (the second shape is a split-K plan on h100-8)
+    assert load_hardware("mi300x-8").compute.graph_launch_s is None
+    with pytest.raises(DatasetError, match=r"g-graph: workload.timing: 'graph' needs compute.graph_launch_s"):
+        Predictor().predict(parse_rows(row("mi300x-8", 16, 4096, 4096, "graph"), "g.toml")[0])

@@ -51,10 +51,11 @@ def ficco(
         )
     for sel in ("estimate", "learned", "pipeline"):
         e = res[f"evaluation_{sel}"]
-        u, fr, f2, f3, f4, f5, f6, f7, f8, f9 = (
+        u, fr, f2, f3, f4, f5, f6, f7, f8, f9, f10 = (
             e[k]
             for k in (
-                "unseen", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9"
+                "unseen", "fresh", "fresh2", "fresh3", "fresh4", "fresh5", "fresh6", "fresh7", "fresh8", "fresh9",
+                "fresh10",
             )
         )  # fmt: skip
         c.print(f"{sel} selector: unseen {u['right']}/{u['cases']} right ({u['accuracy_pct']:.1f} %), "
@@ -67,6 +68,7 @@ def ficco(
                 f"seventh fresh blind {f7['right']}/{f7['cases']} ({f7['accuracy_pct']:.1f} %), "
                 f"eighth fresh blind {f8['right']}/{f8['cases']} ({f8['accuracy_pct']:.1f} %), "
                 f"ninth fresh blind {f9['right']}/{f9['cases']} ({f9['accuracy_pct']:.1f} %), "
+                f"tenth fresh blind {f10['right']}/{f10['cases']} ({f10['accuracy_pct']:.1f} %), "
                 f"design {e['design']['accuracy_pct']:.1f} %")  # fmt: skip
     c.print(f"shipped selector: {res['shipped_selector']}")
     a = ev["all"]

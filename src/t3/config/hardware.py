@@ -71,7 +71,22 @@ class Compute(_Strict):
     )
     k_step: int = Field(default=32, gt=0, description="GEMM K elements per inner-loop stage (BLOCK_K)")
     k_stages: int = Field(
-        default=2, gt=0, description="GEMM pipeline stages loaded ahead (the prologue; bytes in flight)"
+        default=2,
+        gt=0,
+        description="GEMM pipeline stages loaded ahead (the prologue; and the bytes in flight unless"
+        " smem_bytes sets them per tile)",
+    )
+    smem_bytes: int | None = Field(
+        default=None,
+        gt=0,
+        description="shared memory one thread block of the GEMM library may use; set: each tile's kernel"
+        " keeps as many K stages as fit in it beside smem_epilogue_bytes (CUTLASS's StageCountAutoCarveout),"
+        " and the stages but the one computed on are in flight (unset: k_stages for every tile)",
+    )
+    smem_epilogue_bytes: int = Field(
+        default=0,
+        ge=0,
+        description="shared memory a GEMM kernel keeps besides its K stages (epilogue, barriers)",
     )
     multicast: int = Field(
         default=1,
@@ -106,6 +121,13 @@ class Compute(_Strict):
         " (a copy of c bytes issues 2c, a two-input reduction 3c)",
     )
     kernel_launch_s: float = Field(default=0.0, ge=0, description="launch overhead per kernel")
+    graph_launch_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="launch to launch of kernels the device runs back to back with no host in between (a"
+        " CUDA graph's replay, or calls queued ahead): what a kernel costs besides its own span there"
+        " (unset: not known for this GPU)",
+    )
     stream_wait_s: float = Field(
         default=0.0,
         ge=0,
@@ -152,6 +174,17 @@ class Compute(_Strict):
                 raise ValueError(
                     f"tiles: '{t}' is not a macro-tile 'MxN' of positive integers (e.g. '256x224')"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _smem(self) -> Compute:
+        if self.smem_bytes is None and self.smem_epilogue_bytes:
+            raise ValueError("smem_epilogue_bytes: set without smem_bytes (the stages it is kept beside)")
+        if self.smem_bytes is not None and self.smem_epilogue_bytes >= self.smem_bytes:
+            raise ValueError(
+                f"smem_epilogue_bytes: {self.smem_epilogue_bytes} leaves none of smem_bytes"
+                f" ({self.smem_bytes}) for K stages"
+            )
         return self
 
     @model_validator(mode="after")
@@ -623,11 +656,14 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "compute.l2_Bps": (1e6, _FREE, _BPS),
     "compute.k_step": (1, 65536, "GEMM K stages are 16-128 elements, a CPU runtime's 2048"),
     "compute.k_stages": (1, 64, "GEMM mainloops keep 2-8 stages in flight"),
+    "compute.smem_bytes": (1024, 1 << 24, "an SM/CU has at most a few hundred KiB of shared memory / LDS"),
+    "compute.smem_epilogue_bytes": (0, 1 << 23, "a kernel keeps at most its shared memory"),
     "compute.multicast": (1, 16, "Hopper clusters hold at most 16 CTAs (8 portable)"),
     "compute.cluster_ctas": (1, 16, "Hopper clusters hold at most 16 CTAs (8 portable)"),
     "compute.split_k": (1, 64, "GEMM libraries split K into at most a few dozen slices"),
     "compute.cu_copy_Bps": (1e3, _FREE, _BPS),
     "compute.kernel_launch_s": (0, 1, _S),
+    "compute.graph_launch_s": (0, 1, _S),
     "compute.stream_wait_s": (0, 1, _S),
     "compute.flag_latency_s": (0, 1, _S),
     "compute.cu_inflight_bytes": (0, 1e9, "one SM/CU keeps at most a few hundred KB in flight"),

@@ -27,7 +27,8 @@ SUBSET_WORDS = {
     "fresh6": "sixth fresh blind set (blind for the selector's previous factors; looked at since)",
     "fresh7": "seventh fresh blind set (blind for the selector's previous factors; looked at since)",
     "fresh8": "eighth fresh blind set (blind for the selector's previous factors; looked at since)",
-    "fresh9": "ninth fresh blind set (never run before the shipped selector's factors were frozen)",
+    "fresh9": "ninth fresh blind set (blind for the selector's previous factors; looked at since)",
+    "fresh10": "tenth fresh blind set (never run before the shipped selector's factors were frozen)",
     "all": "all scenario cases",
 }
 

@@ -231,3 +231,16 @@ def _fresh9() -> tuple[FiccoOperator, ...]:
 
 
 FRESH9_OPERATORS: tuple[FiccoOperator, ...] = _fresh9()
+
+
+def _fresh10() -> tuple[FiccoOperator, ...]:
+    """Tenth fresh blind set (committed before any of its results existed, together with the pipeline
+    selector's contention factors and tree refitted on the current GEMM model, whose tiles keep as many K
+    stages in flight as fit in shared memory): every (model, sublayer) pair of the eight zoo models at
+    **5888 tokens** (TP 8 + SP; a token count no other set uses, and not a multiple of 512 as every
+    training token count is), Mixtral-8x7B-style experts at 1920 tokens per GPU and DeepSeek-V3-style at
+    960 (uniform), minus any operator of the training set."""
+    return _zoo_set(5888, 1920, 960)
+
+
+FRESH10_OPERATORS: tuple[FiccoOperator, ...] = _fresh10()

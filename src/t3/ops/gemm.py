@@ -50,9 +50,11 @@ wave's DRAM reads), its CUs compute while the rest streams in: the *body* op cou
 the remaining reads and the output writes, so when the memory cannot deliver, compute waits. The
 next wave's prologue starts when the wave's body ends (one workgroup per CU: no prefetch a wave
 ahead). The loads are a *closed* memory stream (:mod:`t3.sim.memory`): while a workgroup computes on
-one stage the others load, so ``k_stages - 1`` stages per workgroup are in flight (``(tm + tn) x k_step``
-elements each at the L2, times the share that misses to DRAM); when the loaded latency exceeds the
-compute time of those stages, compute waits.
+one stage the others load, so all its stages but one are in flight (``(tm + tn) x k_step`` elements
+each at the L2, times the share that misses to DRAM); when the loaded latency exceeds the compute time
+of those stages, compute waits. A tile keeps ``k_stages`` stages, or, where the preset gives the shared
+memory a kernel may use, as many as fit in it (:func:`tile_stages`: a smaller tile keeps more of K in
+flight, as CUTLASS's and cuBLAS's kernels do); the prologue stays the first ``k_stages`` of them.
 """
 
 from __future__ import annotations
@@ -303,6 +305,22 @@ def tile_l2_elems(hw: Hardware, tm: int, tn: int, out: tuple[int, int] | None = 
     return vn / (mc if out is None or out[0] > tm else 1) + vm
 
 
+def tile_stages(hw: Hardware, tm: int, tn: int, elem_bytes: int) -> int:
+    """K stages a ``tm x tn`` tile's kernel keeps in shared memory: ``compute.k_stages``, or where the
+    preset gives the shared memory a thread block may use (``compute.smem_bytes``), as many stages of
+    ``(tm + tn) x k_step`` operand elements as fit beside the kernel's other shared memory
+    (``compute.smem_epilogue_bytes``), at least one. CUTLASS's collective builders size their
+    mainloops so (``StageCountAutoCarveout``: ``compute_stage_count_or_override``, capacity less the
+    epilogue's carveout over the stage's bytes, ``sm90_smem_capacity_bytes`` = 232448); cuBLAS's sm90
+    kernels follow the same rule (their names and shared memory in ``measurements/*/kernel-facts.json``:
+    320x128 3 stages, 256x128 4, 128x128 6, 128x64 8, each with 16.6 KB besides), so a smaller tile
+    keeps more of K in flight."""
+    c = hw.compute
+    if c.smem_bytes is None:
+        return c.k_stages
+    return max(1, (c.smem_bytes - c.smem_epilogue_bytes) // ((tm + tn) * c.k_step * elem_bytes))
+
+
 def tile_extent(rows: int, n: int, tile: tuple[int, int]) -> tuple[int, int]:
     """The in-bounds rows and columns of every tile of a ``rows`` x ``n`` output (a chunk's) cut into
     ``tile``s, where the output is narrower than one tile in that dimension (all its tiles are then
@@ -392,7 +410,7 @@ def _fields(hw: Hardware) -> tuple:
         c.cus, c.clock_hz, tuple(sorted((c.gemm_clock_hz or {}).items())),
         tuple(sorted(c.matrix_flops_per_clk_per_cu.items())),
         c.gemm_efficiency, c.wg_per_cu, c.tile_m, c.tile_n, tuple(c.tiles), c.l2_bytes, c.l2_usable_fraction, c.l2_ways,
-        c.l2_line_bytes, c.l2_Bps, c.k_step, c.k_stages, c.multicast, c.epilogue, c.stream_k, c.split_k, c.raster, c.kernel_launch_s, h.bandwidth_Bps,
+        c.l2_line_bytes, c.l2_Bps, c.k_step, c.k_stages, c.smem_bytes, c.smem_epilogue_bytes, c.multicast, c.epilogue, c.stream_k, c.split_k, c.raster, c.kernel_launch_s, h.bandwidth_Bps,
         h.efficiency, h.turnaround, h.latency_s, h.service_s,
     )  # fmt: skip
 
@@ -577,8 +595,8 @@ def _plan(
     column = c.raster == "column"
     walk = walk or column
     kfrac = min(1.0, c.k_stages * c.k_step / shape.k)
-    # a workgroup computes on one stage while the others load: k_stages - 1 stages in flight (at least 1)
-    slice_bytes = max(1, c.k_stages - 1) * (vm + vn) * c.k_step * eb
+    # a workgroup computes on one stage while the others load: its stages but one in flight (at least 1)
+    slice_bytes = max(1, tile_stages(hw, bm, bn, eb) - 1) * (vm + vn) * c.k_step * eb
     total = tiles_c * chunks
     nwaves = math.ceil(total / wave_size)
     one = chunks == 1 and not walk  # a plain GEMM: every wave is one segment of the one chunk

@@ -95,9 +95,11 @@ WORKLOADS: dict[str, dict[str, Field]] = {
         "n": Field(int, minimum=1),
         "k": Field(int, minimum=1),
         "dtype": Field(str, "bf16"),
-        # what the time measures: "host" (CUDA events around the call: the launch included) or "device"
-        # (the kernel's own span from a profiler or CUPTI: no launch)
-        "timing": Field(str, "host", choices=("host", "device")),
+        # what the time measures: "host" (CUDA events around the call: the launch included), "device"
+        # (the kernel's own span from a profiler or CUPTI: no launch) or "graph" (calls replayed in a CUDA
+        # graph, as triton.testing.do_bench_cudagraph times them: each kernel's span and the device's gap
+        # from one kernel to the next, compute.graph_launch_s, not the host's launch)
+        "timing": Field(str, "host", choices=("host", "device", "graph")),
         # how long the source ran the GEMM back to back: "sustained" where its procedure (warm-up and
         # timed calls, or its time budget) keeps the GPU on it for at least 0.2 s before the timed calls
         # end, so the clock is the one the power limit allows (benchmarks/device_clock.py: a GEMM's clock

@@ -84,14 +84,17 @@ class Predictor:
         self._overrides = dict(overrides or {})
         self._hardware: dict[str, Any] = {}
 
+    def _preset(self, name: str) -> Any:
+        """The preset ``name`` as this predictor's calls see it (its overrides applied), read once."""
+        if name not in self._hardware:
+            self._hardware[name] = load_hardware(name, self._overrides)
+        return self._hardware[name]
+
     def _call(self, fn: Callable[..., dict[str, Any]], **kw: Any) -> dict[str, Any]:
         key = (fn.__name__, tuple(sorted(kw.items())))  # (the preset's name: one overrides per Predictor)
         if key not in self._memo:
             if self._overrides:
-                name = kw["hardware"]
-                if name not in self._hardware:
-                    self._hardware[name] = load_hardware(name, self._overrides)
-                kw["hardware"] = self._hardware[name]
+                kw["hardware"] = self._preset(kw["hardware"])
             self._memo[key] = fn(**kw)
         return self._memo[key]
 
@@ -123,8 +126,19 @@ class Predictor:
                 out_dtype=w["out_dtype"] or None,
             )
             detail = {k: v for k, v in r.items() if k not in ("m", "n", "k", "dtype", "hardware", "tflops")}
-            # a kernel's device time has no launch in it: compare like with like
-            t = r["time_s"] - r["launch_s"] if w["timing"] == "device" else r["time_s"]
+            # a kernel's device time has no launch in it; in a CUDA graph each kernel (a split-K plan's two)
+            # costs the device's gap to the next instead of the host's launch: compare like with like
+            t = r["time_s"]
+            if w["timing"] == "device":
+                t -= r["launch_s"]
+            elif w["timing"] == "graph":
+                gap = self._preset(hw).compute.graph_launch_s
+                if gap is None:
+                    raise DatasetError(
+                        f"{row.id}: workload.timing: 'graph' needs compute.graph_launch_s on hardware '{hw}'"
+                        " (unset: the device's gap between kernels replayed in a CUDA graph is not known there)"
+                    )
+                t = t - r["launch_s"] + (2 if r["split_k"] > 1 else 1) * gap
             return Outcome(row, measured_compared(row), r["tflops"] * r["time_s"] / t, detail)
         if row.category == "interference":
             kw = {k: w[k] for k in ("m", "n", "k", "dtype", "comm", "nbytes", "gpus", "cus", "algo",

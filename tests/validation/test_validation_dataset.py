@@ -282,6 +282,7 @@ def test_a_graph_timed_gemm_row_costs_the_devices_gap_not_the_hosts_launch():
     name before predicting anything else."""
     from t3 import api
     from t3.config.hardware import load_hardware
+    from t3.validation.explain import explain
     from t3.validation.runner import Predictor
 
     def row(hw: str, m: int, n: int, k: int, timing: str) -> str:
@@ -314,6 +315,9 @@ timing = "{timing}"
         assert host.predicted == pytest.approx(flop / r["time_s"] / 1e12, rel=1e-12)
         t = r["time_s"] - kernels * hw.compute.kernel_launch_s + kernels * hw.compute.graph_launch_s
         assert graph.predicted == pytest.approx(flop / t / 1e12, rel=1e-12)
+        assert graph.detail["compared_s"] == pytest.approx(t, rel=1e-12)
+        said = dict(explain(graph))["compared time"]
+        assert said.startswith(f"{t * 1e6:.4g} us: replayed in a CUDA graph") and f"plus {kernels} x" in said
     assert kernels == 2  # (the second shape is a split-K plan on h100-8)
     assert load_hardware("mi300x-8").compute.graph_launch_s is None
     with pytest.raises(DatasetError, match=r"g-graph: workload.timing: 'graph' needs compute.graph_launch_s"):

@@ -139,6 +139,7 @@ class Predictor:
                         " (unset: the device's gap between kernels replayed in a CUDA graph is not known there)"
                     )
                 t = t - r["launch_s"] + (2 if r["split_k"] > 1 else 1) * gap
+            detail["compared_s"] = t
             return Outcome(row, measured_compared(row), r["tflops"] * r["time_s"] / t, detail)
         if row.category == "interference":
             kw = {k: w[k] for k in ("m", "n", "k", "dtype", "comm", "nbytes", "gpus", "cus", "algo",

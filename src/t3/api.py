@@ -190,7 +190,8 @@ def gemm(
 
     Returns ``time_s`` and ``tflops`` (2 m n k / time / 1e12) with the inputs echoed, and the kernel
     the model chose with the time's parts (:meth:`t3.ops.gemm.GemmPlan.breakdown`): ``tile``,
-    ``tiles``, ``waves`` of ``wave_size``, ``split_k`` (1: no K split), ``clock_hz``,
+    ``tiles``, ``waves`` of ``wave_size``, ``split_k`` (1: no K split), ``kernels`` (2 with a K split:
+    its reduction kernel), ``clock_hz``,
     ``tile_flops_per_s`` and ``tile_bound``, ``launch_s``, ``prologue_s``, ``body_s``, ``compute_s``.
     ``loop``: ``short`` (the GEMM timed within its first 0.2 s of running: the preset's GEMM clock) or
     ``sustained`` (run back to back for longer: at most the rate the board's power limit allows,

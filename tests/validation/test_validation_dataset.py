@@ -309,6 +309,7 @@ timing = "{timing}"
         hw = load_hardware("h100-8")
         r = api.gemm(m, n, k, hardware=hw)
         kernels = 2 if r["split_k"] > 1 else 1
+        assert r["kernels"] == kernels
         graph = Predictor().predict(parse_rows(row("h100-8", m, n, k, "graph"), "g.toml")[0])
         host = Predictor().predict(parse_rows(row("h100-8", m, n, k, "host"), "g.toml")[0])
         flop = 2 * m * n * k

@@ -116,11 +116,16 @@ class GemmPlan:
         """Thread blocks the kernel runs: a tile's per K slice."""
         return self.tiles * self.split_k
 
+    @property
+    def kernels(self) -> int:
+        """Kernels the plan launches: the GEMM's, and a split-K plan's reduction kernel."""
+        return plan_kernels(self.split_k)
+
     def launch_s(self, hw: Hardware) -> float:
-        """The launches of the plan's kernels: the GEMM's, and a split-K plan's reduction kernel's (it
-        follows on the stream: charged with the GEMM's, at the first wave, so that the time alone is the
-        two kernels')."""
-        return hw.compute.kernel_launch_s * (2 if self.split_k > 1 else 1)
+        """The launches of the plan's kernels (:attr:`kernels`): the GEMM's, and a split-K plan's
+        reduction kernel's (it follows on the stream: charged with the GEMM's, at the first wave, so that
+        the time alone is the two kernels')."""
+        return hw.compute.kernel_launch_s * self.kernels
 
     @property
     def chunk_rows(self) -> int:
@@ -189,7 +194,7 @@ class GemmPlan:
         parts = [self.wave_alone_s(w, hw) for w in self.waves]
         return {
             "tile": self.kernel, "tiles": self.tiles, "waves": len(self.waves), "wave_size": self.wave_size,
-            "split_k": self.split_k, "stream_k": self.stream_k, "clock_hz": clock, "tile_flops_per_s": rate,
+            "split_k": self.split_k, "kernels": self.kernels, "stream_k": self.stream_k, "clock_hz": clock, "tile_flops_per_s": rate,
             "epilogue_s": tile_epilogue_s(hw, *self.valid, self.shape.out_elem_bytes),
             "tile_bound": "matrix" if rate >= peak else "l2", "launch_s": self.launch_s(hw),
             "prologue_s": sum(p for p, _ in parts), "body_s": sum(b for _, b in parts),
@@ -303,6 +308,12 @@ def tile_l2_elems(hw: Hardware, tm: int, tn: int, out: tuple[int, int] | None = 
     if tm >= tn:  # the cluster spans the tile columns: its CTAs share the A block
         return vm / (mc if out is None or out[1] > tn else 1) + vn
     return vn / (mc if out is None or out[0] > tm else 1) + vm
+
+
+def plan_kernels(split_k: int) -> int:
+    """Kernels a plan of ``split_k`` K slices launches: the GEMM's, and past one slice the reduction
+    kernel that sums the partials."""
+    return 2 if split_k > 1 else 1
 
 
 def tile_stages(hw: Hardware, tm: int, tn: int, elem_bytes: int) -> int:
@@ -609,7 +620,7 @@ def _plan(
     if limit is not None:
         timing, cap = hbm_timing(hw), hw.hbm.effective_Bps
         seen: dict[tuple, float] = {}
-        t_sum = c.kernel_launch_s * (2 if split > 1 else 1)  # (:meth:`GemmPlan.launch_s`)
+        t_sum = c.kernel_launch_s * plan_kernels(split)  # (:meth:`GemmPlan.launch_s`)
         full_s = math.ceil(wave_size / cus) * t_tile  # the CU time of a full wave and of the last one
         n_last = total - (nwaves - 1) * wave_size
         if stream_k:

@@ -49,11 +49,10 @@ def explain(o: Outcome) -> list[tuple[str, str]]:
                 lines.append(("NCCL's estimate", nccl))
     elif r.category == "gemm_tflops":
         lines += _gemm(d)
-        kernels = 2 if d["split_k"] > 1 else 1
         lines.append(("compared time", f"{_us(d['compared_s'])}: " + {
             "host": "the calls as the host times them (the launch included)",
             "device": "the kernel (device-timed row: no launch)",
-            "graph": f"replayed in a CUDA graph: the time less its launch, plus {kernels} x compute.graph_launch_s"
+            "graph": f"replayed in a CUDA graph: the time less its launch, plus {d['kernels']} x compute.graph_launch_s"
                      " (the device's gap between kernels)",
         }[w["timing"]]))  # fmt: skip
     else:

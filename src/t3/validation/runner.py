@@ -138,7 +138,7 @@ class Predictor:
                         f"{row.id}: workload.timing: 'graph' needs compute.graph_launch_s on hardware '{hw}'"
                         " (unset: the device's gap between kernels replayed in a CUDA graph is not known there)"
                     )
-                t = t - r["launch_s"] + (2 if r["split_k"] > 1 else 1) * gap
+                t = t - r["launch_s"] + r["kernels"] * gap
             detail["compared_s"] = t
             return Outcome(row, measured_compared(row), r["tflops"] * r["time_s"] / t, detail)
         if row.category == "interference":

@@ -195,6 +195,32 @@ def test_multicast_takes_the_larger_block_once_per_cluster():
     assert tile_flops_per_s(hw, 128, 64, "bf16") > tile_flops_per_s(one, 128, 64, "bf16")
 
 
+def test_a_cta_pair_splits_the_larger_block_in_the_l2_and_in_shared_memory():
+    """sm100's 2-CTA matrix instruction (``compute.mma_ctas`` = 2 on b200-8): the pair splits the larger block.
+    Oracles: the L2 side is the multicast formula (half the larger block per CTA); the shared-memory side is
+    cuBLAS's ``nvjet_sm100_tst_128x256_64x6_2x1_2cta`` kernel, whose name says 6 stages of 64 of K for a
+    128 x 256 tile: (128 + 256 / 2) x 64 bf16 elements per stage fit 6 times in 232448 - 16660 B, where
+    the whole block (128 + 256) would fit 4. Without the pair (mma_ctas = 1) the same preset keeps 4."""
+    from t3.ops.gemm import tile_stages
+
+    hw = load_hardware("b200-8")
+    assert hw.compute.mma_ctas == 2 and hw.compute.multicast == 1
+    assert tile_stages(hw, 128, 256, 2) == 6
+    assert tile_l2_elems(hw, 128, 256) == 128 + 256 / 2 and tile_l2_elems(hw, 256, 128) == 256 / 2 + 128
+    # a 100-row output has one row of tiles: a pair along M (sharing the 256 columns' block) has no partner
+    # tile, a pair along N shares the 100 in-bounds rows
+    assert tile_l2_elems(hw, 128, 256, (100, 4096)) == 100 + 256
+    assert tile_l2_elems(hw, 256, 128, (100, 4096)) == 100 / 2 + 128
+    one = load_hardware("b200-8", {"compute.mma_ctas": 1})
+    assert tile_stages(one, 128, 256, 2) == 4 and tile_l2_elems(one, 128, 256) == 384
+    assert tile_flops_per_s(hw, 128, 128, "bf16") > tile_flops_per_s(one, 128, 128, "bf16")
+    # a 128-row GEMM of long K is L2-bound on b200-8's tiles: the pair makes it faster, never slower
+    shape = GemmShape(128, 6144, 4096, "bf16")
+    assert plan_gemm(shape, hw).alone_s(hw) < plan_gemm(shape, one).alone_s(one)
+    with pytest.raises(ConfigError, match="compute.mma_ctas"):
+        load_hardware("b200-8", {"compute.mma_ctas": 3})
+
+
 def test_stream_k_spreads_the_partial_last_wave_over_every_cu():
     """Closed form of the hybrid data-parallel + stream-K plan: whole waves as before, the last partial
     wave's ``n`` tiles cost ``n t_main / cus + t_epilogue + fixup`` on all CUs; chosen only where faster,

@@ -94,6 +94,13 @@ class Compute(_Strict):
         description="CTAs of a GEMM cluster that receive one operand block from the L2 in one load (TMA"
         " multicast): a tile's larger operand block is read from the L2 once per cluster (1 = no multicast)",
     )
+    mma_ctas: int = Field(
+        default=1,
+        gt=0,
+        description="CTAs one matrix instruction spans (2 for sm100's tcgen05.mma cta_group::2, the '2cta' kernels"
+        " of cuBLAS and CUTLASS's 2SM kernels): the pair splits a tile's larger operand block, each CTA loading"
+        " and keeping in shared memory its share of it (1 = one CTA per instruction)",
+    )
     epilogue: Literal["overlapped", "exposed"] = Field(
         default="overlapped",
         description="how the GEMM library's kernels store a tile's output: 'exposed' after its K loop with"
@@ -659,6 +666,7 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "compute.smem_bytes": (1024, 1 << 24, "an SM/CU has at most a few hundred KiB of shared memory / LDS"),
     "compute.smem_epilogue_bytes": (0, 1 << 23, "a kernel keeps at most its shared memory"),
     "compute.multicast": (1, 16, "Hopper clusters hold at most 16 CTAs (8 portable)"),
+    "compute.mma_ctas": (1, 2, "tcgen05.mma spans one or two CTAs (cta_group::1 / ::2)"),
     "compute.cluster_ctas": (1, 16, "Hopper clusters hold at most 16 CTAs (8 portable)"),
     "compute.split_k": (1, 64, "GEMM libraries split K into at most a few dozen slices"),
     "compute.cu_copy_Bps": (1e3, _FREE, _BPS),

@@ -302,9 +302,11 @@ def tile_l2_elems(hw: Hardware, tm: int, tn: int, out: tuple[int, int] | None = 
     run 256x128 and 128x64 tiles in 1x2 clusters). ``out``: the (rows, columns) of the output (a
     chunk's) the tiles cut, where known: a tile loads only its in-bounds rows and columns
     (:func:`tile_extent`), and a cluster shares a block only where a second tile lies along its
-    dimension (one row of tiles leaves a 2x1 cluster's partner without a tile)."""
+    dimension (one row of tiles leaves a 2x1 cluster's partner without a tile). A pair of CTAs that
+    runs one matrix instruction (``compute.mma_ctas``: sm100's ``tcgen05.mma`` with ``cta_group::2``,
+    cuBLAS's ``nvjet_sm100_*_2cta_*`` kernels) splits the larger block between them the same way."""
     vm, vn = (tm, tn) if out is None else tile_extent(out[0], out[1], (tm, tn))
-    mc = hw.compute.multicast
+    mc = hw.compute.multicast * hw.compute.mma_ctas
     if tm >= tn:  # the cluster spans the tile columns: its CTAs share the A block
         return vm / (mc if out is None or out[1] > tn else 1) + vn
     return vn / (mc if out is None or out[0] > tm else 1) + vm
@@ -329,7 +331,19 @@ def tile_stages(hw: Hardware, tm: int, tn: int, elem_bytes: int) -> int:
     c = hw.compute
     if c.smem_bytes is None:
         return c.k_stages
-    return max(1, (c.smem_bytes - c.smem_epilogue_bytes) // ((tm + tn) * c.k_step * elem_bytes))
+    return max(
+        1, (c.smem_bytes - c.smem_epilogue_bytes) // (_stage_elems(hw, tm, tn) * c.k_step * elem_bytes)
+    )
+
+
+def _stage_elems(hw: Hardware, tm: int, tn: int) -> int:
+    """Operand elements per element of K one CTA of a ``tm x tn`` tile keeps in shared memory: ``tm + tn``,
+    the larger block's share ``1 / compute.mma_ctas`` where a CTA pair runs one matrix instruction
+    (each CTA holds half of the shared operand: cuBLAS's sm100 ``128x256_64x6_2x1_2cta`` kernel keeps
+    6 stages, what fits of ``(128 + 256 / 2) x 64`` elements, where 128 + 256 would fit 4). TMA
+    multicast (``compute.multicast``) still lands the whole block in every CTA's shared memory."""
+    m = hw.compute.mma_ctas
+    return tm // m + tn if tm >= tn else tm + tn // m
 
 
 def tile_extent(rows: int, n: int, tile: tuple[int, int]) -> tuple[int, int]:
@@ -421,7 +435,7 @@ def _fields(hw: Hardware) -> tuple:
         c.cus, c.clock_hz, tuple(sorted((c.gemm_clock_hz or {}).items())),
         tuple(sorted(c.matrix_flops_per_clk_per_cu.items())),
         c.gemm_efficiency, c.wg_per_cu, c.tile_m, c.tile_n, tuple(c.tiles), c.l2_bytes, c.l2_usable_fraction, c.l2_ways,
-        c.l2_line_bytes, c.l2_Bps, c.k_step, c.k_stages, c.smem_bytes, c.smem_epilogue_bytes, c.multicast, c.epilogue, c.stream_k, c.split_k, c.raster, c.kernel_launch_s, h.bandwidth_Bps,
+        c.l2_line_bytes, c.l2_Bps, c.k_step, c.k_stages, c.smem_bytes, c.smem_epilogue_bytes, c.multicast, c.mma_ctas, c.epilogue, c.stream_k, c.split_k, c.raster, c.kernel_launch_s, h.bandwidth_Bps,
         h.efficiency, h.turnaround, h.latency_s, h.service_s,
     )  # fmt: skip
 
@@ -607,7 +621,9 @@ def _plan(
     walk = walk or column
     kfrac = min(1.0, c.k_stages * c.k_step / shape.k)
     # a workgroup computes on one stage while the others load: its stages but one in flight (at least 1)
-    slice_bytes = max(1, tile_stages(hw, bm, bn, eb) - 1) * (vm + vn) * c.k_step * eb
+    slice_bytes = (
+        max(1, tile_stages(hw, bm, bn, eb) - 1) * tile_l2_elems(hw, bm, bn, (rows, shape.n)) * c.k_step * eb
+    )
     total = tiles_c * chunks
     nwaves = math.ceil(total / wave_size)
     one = chunks == 1 and not walk  # a plain GEMM: every wave is one segment of the one chunk

@@ -120,8 +120,8 @@ def test_the_tile_choice_is_the_full_scans(monkeypatch):
     got = [gemm.plan_gemm(s, hw, chunks=ch) for s, hw, ch, *_ in cases]
     gemm._PLANS.clear()
     monkeypatch.setattr(gemm, "_compute_bound_s", lambda *a: 0.0)  # never skip
-    plan = gemm._plan
-    monkeypatch.setattr(gemm, "_plan", lambda *a, limit=None, split=1: plan(*a, split=split))  # never drop
+    timed = gemm._plan_timed
+    monkeypatch.setattr(gemm, "_plan_timed", lambda *a, limit=None, **k: timed(*a, **k))  # never drop
     full = [gemm.plan_gemm(s, hw, chunks=ch) for s, hw, ch, *_ in cases]
     gemm._PLANS.clear()
     assert got == full
@@ -153,6 +153,7 @@ def test_a_plan_is_dropped_only_when_it_cannot_beat_the_limit():
         args = (shape, hw, hw.compute.cus, chunks, tuple(range(chunks)), bypass, tile, sk)
         full = gemm._plan(*args)
         t = full.alone_s(hw)
+        assert gemm._plan_timed(*args) == (full, t)  # the planner's own sum is alone_s, bit for bit
         for limit in (t * rng.uniform(0.5, 1.0), t, t * (1 + 1e-13), t * rng.uniform(1.0, 2.0)):
             got = gemm._plan(*args, limit=limit)
             if t < limit * (1 - 1e-12):
@@ -177,3 +178,32 @@ def test_a_plan_is_dropped_only_when_it_cannot_beat_the_limit():
         finally:
             gemm.Wave = wave
     assert dropped_early > 10
+
+
+def test_a_plain_gemm_that_cannot_beat_the_limit_is_dropped_once_its_waves_repeat():
+    """A plain GEMM's full waves repeat the wave ``period`` before once they copy it, so the time of the
+    waves left is known at the first copy: a plan 1e-4 short of the limit is dropped within its first
+    waves, where the CU-time bound of the waves left (0.16 % below this plan's time: its prologues) would
+    keep it to near its end; 1e-6 above the limit it is the full plan. Oracle: the full plan's own time
+    alone, and the bound's."""
+    hw = load_hardware("paper-80cu")
+    shape = GemmShape(65536, 12288, 24576, "bf16")  # 615 waves of 128 x 128 tiles on 80 CUs
+    args = (shape, hw, hw.compute.cus, 1, (0,), frozenset(), (128, 128), False)
+    full = gemm._plan(*args)
+    t = full.alone_s(hw)
+    assert len(full.waves) == 615
+    assert gemm._compute_bound_s(shape, hw, hw.compute.cus, 1, (128, 128), False) < t * (1 - 1e-3)
+    counted = []
+    wave = gemm.Wave
+
+    def count(*a, **k):
+        counted.append(1)
+        return wave(*a, **k)
+
+    gemm.Wave = count
+    try:
+        assert gemm._plan(*args, limit=t * (1 - 1e-4)) is None
+    finally:
+        gemm.Wave = wave
+    assert len(counted) < 30, len(counted)
+    assert gemm._plan(*args, limit=t * (1 + 1e-6)) == full

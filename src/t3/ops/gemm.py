@@ -493,15 +493,15 @@ def plan_gemm(
                     continue
             # (a candidate is also dropped while it is planned, once its waves so far and the CU time of
             # the rest cannot beat the best: most menu tiles lose to memory within their first waves)
-            p = _plan(shape, hw, cus, chunks, order, bypass, t, sk, limit=None if best is None else best[0])
+            p, est = _plan_timed(
+                shape, hw, cus, chunks, order, bypass, t, sk, limit=None if best is None else best[0]
+            )
             if p is None:
                 continue
-            est = p.alone_s(hw)
             if best is None or est < best[0] * (1 - 1e-12):
                 best = (est, p)
     for s in _splits(shape, hw, cus, chunks, bypass, best[1]):
-        p = _plan(shape, hw, cus, chunks, order, bypass, (best[1].tile_m, best[1].tile_n), split=s)
-        est = p.alone_s(hw)
+        p, est = _plan_timed(shape, hw, cus, chunks, order, bypass, (best[1].tile_m, best[1].tile_n), split=s)
         if est < best[0] * (1 - 1e-12):
             best = (est, p)
     plan = best[1]
@@ -597,12 +597,24 @@ def _plan(
     shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False, walk: bool = False,
     limit: float | None = None, split: int = 1,
 ) -> GemmPlan | None:  # fmt: skip
+    """:func:`_plan_timed`'s plan (None where it cannot beat ``limit``)."""
+    return _plan_timed(
+        shape, hw, cus, chunks, order, bypass, tile, stream_k, walk=walk, limit=limit, split=split
+    )[0]
+
+
+def _plan_timed(
+    shape, hw, cus, chunks, order, bypass, tile, stream_k: bool = False, walk: bool = False,
+    limit: float | None = None, split: int = 1,
+) -> tuple[GemmPlan | None, float]:  # fmt: skip
     """The plan of one tile and decomposition (:func:`plan_gemm` picks among them). The reuse distances
     of a row-major raster are computed in closed form (:func:`_row_reuse`); a column-major raster (or
     ``walk``, the tests' oracle) walks every operand block's last use. ``limit``: the best time alone so
     far; None is returned as soon as the plan cannot beat it (its launch and waves so far, each as
     :meth:`GemmPlan.alone_s` adds them, plus the CU time alone of the waves left: a wave takes at least
-    its CU time, and rounded sums are monotone, so the margin of 1e-9 covers the rounding)."""
+    its CU time, and rounded sums are monotone, so the margin of 1e-9 covers the rounding). Returns the
+    plan and its :meth:`GemmPlan.alone_s`, summed as that method sums it (the same additions in the same
+    order), or (None, the time so far)."""
     c = hw.compute
     bm, bn = tile
     rows = shape.m // chunks
@@ -633,10 +645,11 @@ def _plan(
     last_a = [-1] * (chunks * tm) if walk else []  # per block: the wave that used it last (-1: none yet)
     last_b = [-1] * tn if walk else []
     waves = []
+    timing, cap = hbm_timing(hw), hw.hbm.effective_Bps
+    seen: dict[tuple, float] = {}
+    t_sum = c.kernel_launch_s * plan_kernels(split)  # (:meth:`GemmPlan.launch_s`)
+    pbs: list[float] = []  # each wave's prologue + body alone (:func:`_wave_pb`)
     if limit is not None:
-        timing, cap = hbm_timing(hw), hw.hbm.effective_Bps
-        seen: dict[tuple, float] = {}
-        t_sum = c.kernel_launch_s * plan_kernels(split)  # (:meth:`GemmPlan.launch_s`)
         full_s = math.ceil(wave_size / cus) * t_tile  # the CU time of a full wave and of the last one
         n_last = total - (nwaves - 1) * wave_size
         if stream_k:
@@ -663,7 +676,12 @@ def _plan(
     # a row-major wave that starts past the first tile row reuses by lags that depend only on where it starts
     # in its row and on its size: (lo % tn, n) -> ((w - p, bytes) in order, cold bytes)
     lags: dict[tuple[int, int], tuple[tuple[tuple[int, float], ...], float]] = {}
+    projected = False  # (the time of the waves left is known: see below)
+    skip = -1  # the waves up to this one are made already (a plain GEMM's copied full waves, below)
     for w in range(nwaves):
+        if w <= skip:
+            continue
+        copied = False
         # the wave's segments, its (allocating) output and its distinct blocks' bytes (as merged intervals of
         # block indices where the blocks' last uses are walked)
         lo = w * wave_size
@@ -706,6 +724,7 @@ def _plan(
             differs = w
         if repeats and n == wave_size and lo - period * wave_size >= tn and differs < w - period - span:
             src = waves[w - period]  # (its numbers; its own index and tiles)
+            copied = True
             reads, compute_s, window = src.read_bytes, src.compute_s, src.window_bytes
             waves.append(
                 Wave(w, n, tuple(segs), reads, writes, compute_s, src.cus_used, src.prologue_bytes, window)
@@ -752,28 +771,57 @@ def _plan(
             waves.append(Wave(w, n, tuple(segs), reads, writes, compute_s, used, reads * pro, window))
         pws.append(pws[-1] + ws_bytes[w])
         pout.append(pout[-1] + alloc)
+        pb = _wave_pb(waves[-1], timing, cap, seen)
+        pbs.append(pb)
+        t_sum += pb
         if limit is not None:
-            t_sum += _wave_pb(waves[-1], timing, cap, seen)
             left = nwaves - 1 - w
             if t_sum + ((left - 1) * full_s + last_s if left else 0.0) * (1 - 1e-9) >= stop:
-                return None
-    return GemmPlan(
-        shape,
-        chunks,
-        order,
-        bm,
-        bn,
-        tm,
-        tn,
-        wave_size,
-        cus,
-        t_tile,
-        tuple(waves),
-        c.raster,
-        bypass,
-        stream_k,
-        split,
-    )
+                return None, t_sum
+            if copied and one and not projected and left:
+                # in a plain GEMM, from the first copied wave on every full wave is a copy of the wave ``period``
+                # before (its allocating output is constant, the other conditions only become truer with w): the
+                # waves left repeat the last ``period`` waves' times alone, so the plan's time is known but for
+                # its last wave (its CU time alone where partial)
+                projected = True
+                cycle = pbs[w - period + 1 : w + 1]
+                full_left = left if n_last == wave_size else left - 1
+                rest = (full_left // period) * sum(cycle) + sum(cycle[: full_left % period])
+                if n_last != wave_size:
+                    rest += last_s
+                if t_sum + rest * (1 - 1e-9) >= stop:
+                    return None, t_sum
+        if copied and one:
+            # the full waves left are copies of the wave ``period`` before: the loop above for them, with
+            # nothing recomputed (the same numbers, sums and stops in the same order)
+            n_end = total - (nwaves - 1) * wave_size
+            skip = nwaves - 1 if n_end == wave_size else nwaves - 2
+            b_bytes = min(wave_size, tn) * b_block
+            nb = out_tile * wave_size
+            alloc = 0.0 + nb if alloc0 else 0.0
+            for v in range(w + 1, skip + 1):
+                lo = v * wave_size
+                hi = lo + wave_size
+                src = waves[v - period]
+                wave = Wave(v, wave_size, ((ch0, lo, hi),), src.read_bytes, {ch0: 0.0 + nb}, src.compute_s,
+                            src.cus_used, src.prologue_bytes, src.window_bytes)  # fmt: skip
+                waves.append(wave)
+                wsb = ((hi - 1) // tn - lo // tn + 1) * a_block + b_bytes
+                ws_bytes.append(wsb)
+                allocs.append(alloc)
+                pws.append(pws[-1] + wsb)
+                pout.append(pout[-1] + alloc)
+                pb = pbs[v - period]  # (the same numbers as that wave's: the same time alone)
+                pbs.append(pb)
+                t_sum += pb
+                if limit is not None:
+                    left = nwaves - 1 - v
+                    if t_sum + ((left - 1) * full_s + last_s if left else 0.0) * (1 - 1e-9) >= stop:
+                        return None, t_sum
+    plan = GemmPlan(
+        shape, chunks, order, bm, bn, tm, tn, wave_size, cus, t_tile, tuple(waves), c.raster, bypass, stream_k, split
+    )  # fmt: skip
+    return plan, t_sum
 
 
 def _walk_reuse(w, arows, bcols, last_a, last_b, a_block, b_block) -> tuple[dict[int, float], float]:
@@ -932,10 +980,36 @@ def add_gemm(
         return refs
     made_ops = []
     # waves of the same numbers make the same ops but for their keys and dependencies: the first of each
-    # serves as the template of the others (a plan's waves repeat a few situations)
+    # serves as the template of the others (a plan's waves repeat a few situations); ``pairs`` keeps, by
+    # all the numbers a wave's two ops are made of, the templates the keys below give them
     loads: dict[tuple, object] = {}
     bodies: dict[tuple, object] = {}
+    pairs: dict[tuple, tuple] = {}
+    last = len(plan.waves) - 1
+    cref = None
     for w in plan.waves:
+        i = w.index
+        wbytes = sum(w.write_bytes.values()) if stores is None else stores.get(i, 0.0)
+        wkey = (
+            w.prologue_bytes,
+            w.window_bytes,
+            w.read_bytes,
+            w.compute_s,
+            w.cus_used,
+            w.n_tiles,
+            wbytes,
+            i == 0,
+            i == last,
+        )
+        pair = pairs.get(wkey)
+        if pair is not None:
+            lref = (gpu, f"{prefix}.L{i}")
+            load = b.add_like(pair[0], gpu, lref[1], (cref,))  # (i > 0: the first wave's key is its own)
+            cref = (gpu, f"{prefix}.C{i}")
+            body = b.add_like(pair[1], gpu, cref[1], (lref,))
+            made_ops.append((load, body))
+            refs.append(cref)
+            continue
         load_deps = list(deps) if w.index == 0 else [(gpu, f"{prefix}.C{w.index - 1}")]
         lkey = (w.prologue_bytes, w.window_bytes, w.index == 0)
         load = loads.get(lkey)
@@ -949,7 +1023,6 @@ def add_gemm(
                 deps=load_deps, traffic={"gemm_read": w.prologue_bytes}, prio=prio, window=w.window_bytes,
                 l2=0.0,  # (the prologue is modelled as the wave's first DRAM reads; its loads go with the body's)
             )  # fmt: skip
-        wbytes = sum(w.write_bytes.values()) if stores is None else stores.get(w.index, 0.0)
         body_reads = w.read_bytes - w.prologue_bytes
         rounds = gemm_tail(plan, w, hw)  # the tail: whole rounds
         l2 = l2_body_bytes(plan, w, hw) + wbytes if b.l2_side else None
@@ -966,7 +1039,9 @@ def add_gemm(
                 traffic={"gemm_read": body_reads, "gemm_write": wbytes}, prio=prio, window=w.window_bytes, l2=l2,
             )  # fmt: skip
         made_ops.append((load, body))
-        refs.append((gpu, f"{prefix}.C{w.index}"))
+        cref = (gpu, f"{prefix}.C{w.index}")
+        refs.append(cref)
+        pairs[wkey] = (loads[lkey], bodies[ckey])
     if tkey is not None:
         templates[tkey] = (plan, made_ops)
     return refs

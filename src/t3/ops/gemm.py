@@ -649,14 +649,20 @@ def _plan_timed(
     seen: dict[tuple, float] = {}
     t_sum = c.kernel_launch_s * plan_kernels(split)  # (:meth:`GemmPlan.launch_s`)
     pbs: list[float] = []  # each wave's prologue + body alone (:func:`_wave_pb`)
+    n_last = total - (nwaves - 1) * wave_size  # (the tiles of the last wave)
     if limit is not None:
         full_s = math.ceil(wave_size / cus) * t_tile  # the CU time of a full wave and of the last one
-        n_last = total - (nwaves - 1) * wave_size
         if stream_k:
             last_s = n_last * t_main / cus + t_epi + stream_k_fixup_s(hw, bm, bn)
         else:
             last_s = math.ceil(n_last / cus) * t_tile
         stop = limit * (1 - 1e-12)
+
+        def beyond(t_sum: float, left: int) -> bool:
+            """Whether the waves so far (``t_sum``) and the CU time alone of the ``left`` waves after them
+            reach the limit (the margin covers the rounding)."""
+            return t_sum + ((left - 1) * full_s + last_s if left else 0.0) * (1 - 1e-9) >= stop
+
     # a row-major raster's full waves repeat every ``period`` waves (where a wave starts in its tile row
     # repeats, and with it the wave's reuse lags and distinct blocks): a full wave's numbers are those of the
     # wave ``period`` before when that one also started past the first tile row and the allocating output of
@@ -776,7 +782,7 @@ def _plan_timed(
         t_sum += pb
         if limit is not None:
             left = nwaves - 1 - w
-            if t_sum + ((left - 1) * full_s + last_s if left else 0.0) * (1 - 1e-9) >= stop:
+            if beyond(t_sum, left):
                 return None, t_sum
             if copied and one and not projected and left:
                 # in a plain GEMM, from the first copied wave on every full wave is a copy of the wave ``period``
@@ -794,8 +800,7 @@ def _plan_timed(
         if copied and one:
             # the full waves left are copies of the wave ``period`` before: the loop above for them, with
             # nothing recomputed (the same numbers, sums and stops in the same order)
-            n_end = total - (nwaves - 1) * wave_size
-            skip = nwaves - 1 if n_end == wave_size else nwaves - 2
+            skip = nwaves - 1 if n_last == wave_size else nwaves - 2
             b_bytes = min(wave_size, tn) * b_block
             nb = out_tile * wave_size
             alloc = 0.0 + nb if alloc0 else 0.0
@@ -814,10 +819,8 @@ def _plan_timed(
                 pb = pbs[v - period]  # (the same numbers as that wave's: the same time alone)
                 pbs.append(pb)
                 t_sum += pb
-                if limit is not None:
-                    left = nwaves - 1 - v
-                    if t_sum + ((left - 1) * full_s + last_s if left else 0.0) * (1 - 1e-9) >= stop:
-                        return None, t_sum
+                if limit is not None and beyond(t_sum, nwaves - 1 - v):
+                    return None, t_sum
     plan = GemmPlan(
         shape, chunks, order, bm, bn, tm, tn, wave_size, cus, t_tile, tuple(waves), c.raster, bypass, stream_k, split
     )  # fmt: skip
@@ -1010,7 +1013,7 @@ def add_gemm(
             made_ops.append((load, body))
             refs.append(cref)
             continue
-        load_deps = list(deps) if w.index == 0 else [(gpu, f"{prefix}.C{w.index - 1}")]
+        load_deps = list(deps) if i == 0 else [cref]  # (the wave before's body)
         lkey = (w.prologue_bytes, w.window_bytes, w.index == 0)
         load = loads.get(lkey)
         if load is not None:

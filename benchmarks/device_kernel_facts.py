@@ -27,6 +27,8 @@ SHAPES = [
     # few tiles of long K: does the library split K (a splitK kernel and splitKreduce_kernel), and from
     # how few tiles on (t3.ops.gemm._splits assumes half the SMs idle)
     (16, 4096, 4096), (32, 1024, 7168), (64, 1024, 16384), (128, 1024, 8192), (256, 2048, 8192),
+    # async-TP's pieces in the kraken runs (src/t3/measure/plan.py _ASYNC_TP): which tile and grid, split or not
+    (128, 6656, 4096), (128, 6656, 16384), (256, 6656, 16384), (64, 4096, 14336), (256, 4096, 14336),
 ]  # fmt: skip
 FIELDS = ("grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
           "est. achieved occupancy %")  # fmt: skip

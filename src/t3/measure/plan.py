@@ -82,9 +82,23 @@ _FEW_TILES = [(16, 4096, 4096, "bf16", "decode"), (32, 1024, 7168, "bf16", "few 
               (64, 1024, 16384, "bf16", "few tiles, long K"), (128, 1024, 8192, "bf16", "few tiles, long K"),
               (256, 2048, 8192, "bf16", "few tiles, long K")]  # fmt: skip
 
+# the pieces PyTorch's async-TP multiplies in the published runs whose overlap the model misses most
+# (docs/validation.md, "Overlap"): the all-gather's per-shard pieces (meta-pytorch/kraken#2: M / 8 = 128
+# and 256 rows of N = 6656, K = 4096-16384) and the reduce-scatter's per-destination partials
+# (meta-pytorch/kraken#19: M / 8 = 64-256 rows of N = 4096, K = 14336). Alone on one GPU they say whether
+# a piece takes the time the model gives it or the time those runs spend per step (the pipeline's part)
+_ASYNC_TP = [
+    (m, 6656, k, "bf16", f"async-TP all-gather piece (kraken#2, M = {8 * m})")
+    for m in (128, 256)
+    for k in (4096, 8192, 16384)
+] + [
+    (m, 4096, 14336, "bf16", f"async-TP reduce-scatter partial (kraken#19, M = {8 * m})")
+    for m in (64, 128, 256)
+]
+
 GPU = Plan(
     name="default",
-    gemms=tuple(_SQUARES + _FICCO + _SMALL_K + _FP16 + _FP8 + _TF32 + _FEW_TILES),
+    gemms=tuple(_SQUARES + _FICCO + _SMALL_K + _FP16 + _FP8 + _TF32 + _FEW_TILES + _ASYNC_TP),
     gemm_iters=30,
     gemm_warmup=5,
     rotate_l2_multiple=4.0,

@@ -29,6 +29,8 @@ SHAPES = [
     (16, 4096, 4096), (32, 1024, 7168), (64, 1024, 16384), (128, 1024, 8192), (256, 2048, 8192),
     # async-TP's pieces in the kraken runs (src/t3/measure/plan.py _ASYNC_TP): which tile and grid, split or not
     (128, 6656, 4096), (128, 6656, 16384), (256, 6656, 16384), (64, 4096, 14336), (256, 4096, 14336),
+    # the small cubes of the host-timed H100 rows and mamf-finder's best FP8 shape (here in BF16)
+    (512, 512, 512), (1024, 1024, 1024), (1024, 9216, 14336),
 ]  # fmt: skip
 FIELDS = ("grid", "block", "registers per thread", "shared memory", "blocks per SM", "warps per SM",
           "est. achieved occupancy %")  # fmt: skip

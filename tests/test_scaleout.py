@@ -359,25 +359,50 @@ def test_nvls_tree_closed_form_and_symmetry(hw_name, gpus, nbytes):
     assert full["time_s"] == pytest.approx(fast["time_s"], rel=1e-12)
 
 
-def test_nvls_tree_is_bound_by_the_switch_port_on_2_nodes_and_the_nics_beyond():
+def test_nvls_tree_is_bound_by_the_switch_port_the_nics_and_nccls_channel_maximum():
     """Each GPU heads shard c = S/k of its node: its switch port carries S + c each way (the node's NVLS
-    all-reduce), its NIC share c each way between 2 nodes and 2c between more (double binary trees). A
-    long call's time tends to the larger of the two (closed forms written here), plus the latency and
-    fill."""
+    all-reduce), its NIC share c each way between 2 nodes and 2c between more (double binary trees), and
+    the NVLS graph's 8 channels move at most NCCL's per-channel maximum of bus bandwidth (tuning.cc
+    perChMaxNVLSTreeBws, Hopper: 57.7 GB/s on 2 nodes, 45.5 beyond; the call's bus bytes are 2 (n-1)/n S).
+    A long call's time tends to the largest of the three (closed forms written here), plus the latency and
+    fill: on these H100 nodes NCCL's maximum, below both the port's and the NICs' rates."""
     from t3.ops.collectives import _wire
 
     hw = load_hardware("h100-16x8")
     k, S = 8, 64 << 30
     port = (S + S / k) * _wire(hw, Algo("nvls")) / hw.link.bandwidth_Bps
     nic_rate = hw.network.nic_Bps * hw.network.nics_per_node / k * hw.network.efficiency
-    for gpus, net in ((16, S / k), (32, 2 * S / k), (128, 2 * S / k)):
+    for gpus, net, per in ((16, S / k, 57.7e9), (32, 2 * S / k, 45.5e9), (128, 2 * S / k, 45.5e9)):
         terms: dict = {}
         t = idle_time("all_reduce", Algo("nvls-tree"), S, hw, gpus, terms=terms)
+        heads = S * 2 * (gpus - 1) / gpus / (8 * per)
         assert terms["resources_s"]["link"] == pytest.approx(port, rel=1e-12)
         assert terms["resources_s"]["nic"] == pytest.approx(net / nic_rate, rel=1e-12)
-        assert max(port, net / nic_rate) < t < 1.01 * max(port, net / nic_rate)
-    assert port > S / k / nic_rate  # 2 nodes: the port bounds it; 4 and more: the NICs (2c)
+        assert terms["resources_s"]["tree_channels"] == pytest.approx(heads, rel=1e-12)
+        bound = max(port, net / nic_rate, heads)
+        assert bound == heads  # NCCL's maximum binds on every count of nodes here
+        assert bound < t < 1.01 * bound
+    assert port > S / k / nic_rate  # without it, 2 nodes: the port would bound it; 4 and more: the NICs (2c)
     assert port < 2 * S / k / nic_rate
+
+
+def test_nvls_tree_channel_maximum_follows_the_kernels_thread_blocks():
+    """NCCL_MIN_CTAS gives the NVLS kernel more thread blocks than its default 16 on Hopper
+    (collective.nvls_channels): the channel maximum grows with them (at the default it is NCCL's graph
+    channels x per-channel maximum); a preset without NCCL's graphs has no such bound."""
+    from t3.ops.collectives import nvls_tree_channel_bound
+
+    hw = load_hardware("h100-16x8")
+    S, gpus = 1 << 30, 64
+    bus, cap = nvls_tree_channel_bound(hw, gpus, S, 16)
+    assert bus == pytest.approx(S * 2 * 63 / 64, rel=1e-15)
+    assert cap == pytest.approx(8 * 45.5e9, rel=1e-15)
+    assert nvls_tree_channel_bound(hw, gpus, S, 24)[1] == pytest.approx(1.5 * cap, rel=1e-15)
+    slow = idle_time("all_reduce", Algo("nvls-tree"), 8 << 30, hw, gpus)
+    fast = idle_time("all_reduce", Algo("nvls-tree"), 8 << 30, hw, gpus, ex=Executor("cu", 24))
+    assert fast < slow
+    bare = load_hardware("h100-16x8", {"collective.nccl": None})
+    assert nvls_tree_channel_bound(bare, gpus, S, 16) == (0.0, 0.0)
 
 
 @pytest.mark.parametrize("gpus,nbytes", [(16, 1 << 30), (16, 96 << 20), (32, 1 << 30), (32, 16 << 20)])

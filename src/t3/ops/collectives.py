@@ -1073,9 +1073,30 @@ def nvls_tree_bulk_s(hw: Hardware, n: int, nbytes: float, ex: Executor, res: dic
     nv = Executor("cu", ex.cus or hw.collective.nvls_channels or None)
     port, hb, sw, cu = _nvls_node_s(hw, nbytes, hw.topology.gpus, nv, 2 * net)
     nic = net * net_wire(hw, Algo("ring", "simple")) / nic_Bps_per_gpu(hw)
+    bus, cap = nvls_tree_channel_bound(hw, n, nbytes, nv.channels(hw))
+    heads = bus / cap if cap else 0.0
     if res is not None:
         _add_parts(res, link=port, hbm=hb, switch=sw, cu=cu, nic=nic)
-    return max(port, hb, sw, cu, nic)
+        if cap:
+            _add_parts(res, tree_channels=heads)
+    return max(port, hb, sw, cu, nic, heads)
+
+
+def nvls_tree_channel_bound(hw: Hardware, n: int, nbytes: float, ctas: int) -> tuple[float, float]:
+    """NCCL's per-channel maximum of NVLS-Tree (src/graph/tuning.cc ``perChMaxNVLSTreeBws``: Hopper 57.7 GB/s
+    of bus bandwidth on 2 nodes and 45.5 beyond, Blackwell 96 and 80, per channel of the NVLS graph,
+    ``collective.nccl.nvls_tree.channels``, one per head GPU of the node): the most the algorithm's channels
+    move, which NCCL's tuning model takes for its bandwidth, as its per-channel LL128 maximum is the CU
+    kernels' rate (``compute.cu_copy_Bps``). The kernel that moves it runs ``collective.nvls_channels``
+    thread blocks by default; ``ctas`` of them (NCCL_MIN_CTAS raises them) move that many times more.
+    Returns (the call's bus bytes per GPU, ``2 (n - 1) / n`` of the buffer; the bytes/s the channels give
+    it); (0, 0) where the preset has no NCCL graphs."""
+    t, col = hw.collective.nccl, hw.collective
+    if t is None or t.nvls_tree is None or not col.nvls_channels:
+        return 0.0, 0.0
+    nodes = n // hw.topology.gpus
+    per = nccl_tuning.PER_CH_MAX_NVLS_TREE_BW[nccl_tuning.ARCHS[t.arch]][0 if nodes <= 2 else 1]
+    return nbytes * 2 * (n - 1) / n, t.nvls_tree.channels * per * 1e9 * ctas / col.nvls_channels
 
 
 def nvls_tree_latency(hw: Hardware, n: int) -> float:
@@ -1094,7 +1115,8 @@ def nvls_tree_all_reduce(
     S + c each way, its node's switch reducing k x c) and its shard's tree traffic through its NIC share
     to the same GPU of another node (the NIC bytes each way, staged in HBM: written and read at each
     end), after its latency (:func:`nvls_tree_latency`) and its pipeline's fill at its rate alone
-    (:func:`nvls_tree_fill_s`). The loops NCCL's smaller NVLS-Tree chunks add are not charged."""
+    (:func:`nvls_tree_fill_s`), at most NCCL's per-channel maximum (:func:`nvls_tree_channel_bound`). The
+    loops NCCL's smaller NVLS-Tree chunks add are not charged."""
     ex = ex or Executor()
     hw, n = b.hw, b.n
     k = hw.topology.gpus
@@ -1103,6 +1125,7 @@ def nvls_tree_all_reduce(
     col = hw.collective
     nv = Executor("cu", ex.cus or col.nvls_channels or None, ex.name)
     nwire = net_wire(hw, Algo("ring", "simple"))
+    bus, cap = nvls_tree_channel_bound(hw, n, S, nv.channels(hw))
     delay = (
         nvls_tree_latency(hw, n)
         + (hw.compute.kernel_launch_s if launch else 0.0)
@@ -1118,6 +1141,9 @@ def nvls_tree_all_reduce(
         work += [(b.hbm(g), 2 * net), (b.hbm_w(g), 2 * net)]
         work += [(r, net * nwire) for r in b.nic_path(g, (g + k) % n)]
         work += nv.cu_work(b, g, 2 * c)
+        if cap:  # NCCL's per-channel maximum (nvls_tree_channel_bound): the node's heads, per GPU
+            h = b.canon(g)
+            work.append((b._resource(f"nvls-tree:channels:{h}", cap, "channels", h), bus))
         b.add(
             g, f"{prefix}.nvls-tree", kind="nvls", cat=cats[0], work=work, delay_s=delay,
             deps=list(start(g)), prio=prio, window=nv.window(hw),

@@ -67,7 +67,7 @@ class Policy:
 class Resource:
     name: str
     capacity: float  # units per second
-    kind: str  # "cu", "hbm", "link", "dma", "port", "nic", "l2", "switch", "proxy"
+    kind: str  # "cu", "hbm", "link", "dma", "port", "nic", "l2", "switch", "proxy", "channels"
     gpu: int
     policy: Policy = field(default_factory=Policy)
     timing: HbmTiming | None = None  # a memory resource: turnaround and latency (t3.sim.memory)

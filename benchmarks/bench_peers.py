@@ -14,7 +14,9 @@ The configurations: GPT-3 175B (96 heads, hidden 12288), one transformer layer's
 parallel 2 to 32, over 512 to 65,536 tokens (40 configurations). Each tool is asked
 what its public entry point answers for one layer:
 - t3: one sublayer simulation (``t3.schedules`` FC-2: GEMM + reduce-scatter / all-gather, every
-  tile wave and collective step simulated) on ``paper-80cu``, Sequential and T3-MCA;
+  tile wave and collective step simulated) on ``paper-80cu``, Sequential and T3-MCA, each twice: in a
+  process as a library caller's runs by default, and (``*``) in one with the cyclic collector's
+  thresholds the ``t3`` command sets for itself and its workers (:mod:`t3._gc`), as ``t3 sweep`` runs;
 - Calculon (https://github.com/calculon-ai/calculon, not on PyPI: ``--calculon`` points at a
   checkout): ``Llm.compile`` + ``Llm.run`` of its ``models/gpt3-175B.json`` with one block,
   inference, TP as given, on its ``systems/h100_80g_nvl8.json`` (its HBM capacity raised so that
@@ -42,6 +44,9 @@ TOKENS = (512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)
 
 T3_CHILD = """
 import json, sys, time
+if sys.argv[3:] == ["command"]:  # the collector's thresholds the t3 command sets (t3._gc), before any work
+    from t3._gc import tune
+    tune()
 from t3.config.hardware import load_hardware
 from t3.schedules import RunOptions, get_config
 from t3.workload import get_model, sublayer_operator
@@ -118,6 +123,8 @@ def main() -> None:
     tools = {
         "t3 sequential": [sys.executable, "-c", T3_CHILD, "sequential", g],
         "t3 t3-mca": [sys.executable, "-c", T3_CHILD, "t3-mca", g],
+        "t3 sequential *": [sys.executable, "-c", T3_CHILD, "sequential", g, "command"],
+        "t3 t3-mca *": [sys.executable, "-c", T3_CHILD, "t3-mca", g, "command"],
         "Calculon": [sys.executable, "-c", CALCULON_CHILD, a.calculon or "", g] if a.calculon else None,
         "GenZ": [a.genz_python, "-c", GENZ_CHILD, g],
     }
@@ -151,7 +158,10 @@ def main() -> None:
         ratio = f"{med / calc:10.2f}x" if calc else f"{'-':>11s}"
         print(f"{name:16s} {med:14.1f} {min(rs):10.1f} {max(rs):10.1f} {ratio}")
     print(textwrap.fill("(units: configurations per CPU-second of the sweeping process; t3 simulates every "
-                        "tile wave and collective step, the peers evaluate closed forms per operator)", 100))  # fmt: skip
+                        "tile wave and collective step, the peers evaluate closed forms per operator; * : in "
+                        "a process set as the t3 command sets its own and its workers' (t3._gc: the cyclic "
+                        "collector's older generations collected a hundred times less often), as `t3 sweep` "
+                        "runs; without: as a library caller's process runs by default)", 100))  # fmt: skip
 
 
 if __name__ == "__main__":

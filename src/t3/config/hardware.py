@@ -167,6 +167,14 @@ class Compute(_Strict):
         ge=0,
         description="bytes one CU of a copy/reduction kernel keeps in flight to memory (0 = no window limit)",
     )
+    stream_inflight_bytes: float = Field(
+        default=0.0,
+        ge=0,
+        description="bytes of loads one thread block of a plain streaming kernel on k blocks keeps in flight"
+        " (t3 measure's copy and add: one block-sized load, then its store, per loop step), so that it moves"
+        " at most this over the memory's loaded latency (0 = as a communication kernel:"
+        " compute.cu_inflight_bytes)",
+    )
 
     @property
     def library_tiles(self) -> list[tuple[int, int]]:
@@ -675,6 +683,7 @@ BOUNDS: dict[str, tuple[float, float, str]] = {
     "compute.stream_wait_s": (0, 1, _S),
     "compute.flag_latency_s": (0, 1, _S),
     "compute.cu_inflight_bytes": (0, 1e9, "one SM/CU keeps at most a few hundred KB in flight"),
+    "compute.stream_inflight_bytes": (0, 1e9, "one thread block keeps at most a few hundred KB in flight"),
     "hbm.bandwidth_Bps": (1e3, _FREE, _BPS),
     "hbm.channels": (1, 1e4, "GPUs have at most a few hundred memory channels"),
     "hbm.turnaround": (0, 1e3, "a read/write switch costs at most a few dozen bursts"),

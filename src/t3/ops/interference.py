@@ -135,7 +135,10 @@ def add_stream_kernel(
     (0: every CU). On a given number of blocks it loops over its bytes on them and holds those CUs
     (an exclusive partition); on every CU it is a library kernel of many short blocks, sharing the CUs
     as they free up. Its loads and stores go through the CUs at ``compute.cu_copy_Bps`` each (a
-    two-input reduction as :meth:`Executor.reduce_work`)."""
+    two-input reduction as :meth:`Executor.reduce_work`). On k blocks each keeps
+    ``compute.stream_inflight_bytes`` of loads in flight where the preset gives it (t3 measure's kernels
+    load a block of 32 KiB and store it before the next: bound by the memory's loaded latency, as a GEMM
+    beside them raises it); otherwise, and on every CU, a communication kernel's window."""
     from t3.ops import collectives as co
 
     hw = b.hw
@@ -147,8 +150,10 @@ def add_stream_kernel(
         work.append((b.hbm_w(0), writes))
     mem = reads + writes
     work += ex.reduce_work(b, 0, mem) if reads > writes > 0 else ex.cu_work(b, 0, mem)
+    own = hw.compute.stream_inflight_bytes
+    window = cus * own if cus and own else ex.window(hw)
     b.add(0, key, kind="comm", cat=cat, work=work, delay_s=hw.compute.kernel_launch_s, deps=list(after),
-          traffic={f"{cat}_read": reads, f"{cat}_write": writes}, window=ex.window(hw))  # fmt: skip
+          traffic={f"{cat}_read": reads, f"{cat}_write": writes}, window=window)  # fmt: skip
 
 
 def stream_bandwidth(hw: Hardware, stream: str, nbytes: float, cus: int = 0) -> dict[str, float]:

@@ -9,8 +9,12 @@ before it):
 2. ``hbm.efficiency``: the read stream's GB/s over ``hbm.bandwidth_Bps`` (median of the read rows on
    every CU); ``hbm.turnaround``: ``k = (read / copy - 1) / 0.5`` and ``(read / triad - 1) / (1/3)``
    (the memory model's ``1 / (1 + k min(w, 1 - w))`` at write shares 1/2 and 1/3), their mean;
-3. ``compute.cu_copy_Bps``: bytes read + written per second per block of the copies on k blocks, the
-   median over the k below saturation (total under ``SATURATION`` of the fastest copy measured);
+3. ``compute.stream_inflight_bytes``: the bytes of loads one block of t3 measure's copy kernel keeps in
+   flight (it loads a block, then stores it: latency-bound), the window at which ``api.memory_stream``'s
+   copies on the k below saturation (total under ``SATURATION`` of the fastest copy measured) give the
+   measured GB/s (median of predicted / measured - 1 = 0, by bisection). ``compute.cu_copy_Bps`` is not
+   fitted: it is the collective library's kernels' rate per CU (NCCL's own constant, or a fit on
+   collective rows), which one GPU's copy kernel does not measure;
 4. ``compute.gemm_efficiency``: the value that minimises the median |error| of ``api.gemm``'s TFLOPS
    on the large BF16 GEMMs (``LARGE_WAVES`` waves of the preset's tile or more, K >= ``LARGE_K``);
 5. ``compute.gemm_clock_hz.<dtype>`` for FP16 and FP8: the same search on that dtype's clock.
@@ -38,6 +42,8 @@ from .rows import is_cpu_row
 LARGE_WAVES = 4.0  # a GEMM is "large" at this many waves of the preset's macro-tile
 LARGE_K = 1024
 SATURATION = 0.75  # a copy on k blocks is below saturation under this share of the fastest copy
+# B: the bracket of compute.stream_inflight_bytes' search, from a few lines per warp to more than a block's shared memory
+STREAM_WINDOW_BOUNDS = (1e3, 1e6)
 LATENCY_FIELDS = {"kernel_launch": "kernel_launch_s", "event_wait": "stream_wait_s", "flag": "flag_latency_s"}
 CLOCK_DTYPES = ("fp16", "fp8", "tf32")
 
@@ -76,6 +82,8 @@ def _si(path: str) -> str:
         return "s"
     if path.endswith("_Bps"):
         return "B/s"
+    if path.endswith("_bytes"):
+        return "B"
     if ".gemm_clock_hz." in path:
         return "Hz"
     return "1"
@@ -239,10 +247,15 @@ def _fit_hbm(rows: list[Any], hw: Hardware, cal: Calibration) -> Hardware:
     return hw
 
 
-def _fit_cu_copy(rows: list[Any], hw: Hardware, cal: Calibration) -> Hardware:
+def _fit_stream_window(rows: list[Any], hw: Hardware, cal: Calibration) -> Hardware:
+    path = "compute.stream_inflight_bytes"
+    cal.skipped.append(
+        "compute.cu_copy_Bps: the collective library's kernels' rate per CU (NCCL's constant or a fit on"
+        " collective rows); t3 measure's copy kernel, latency-bound, does not measure it"
+    )
     blocks = _stream_rows(rows, "copy", cus=True)
     if not blocks:
-        cal.skipped.append("compute.cu_copy_Bps: no copy rows on k blocks")
+        cal.skipped.append(f"{path}: no copy rows on k blocks")
         return hw
     fastest = max(r.measured for r in blocks + _stream_rows(rows, "copy"))
     below = [r for r in blocks if r.measured < SATURATION * fastest]
@@ -250,13 +263,21 @@ def _fit_cu_copy(rows: list[Any], hw: Hardware, cal: Calibration) -> Hardware:
     if not below:
         below = [min(blocks, key=lambda r: r.workload["cus"])]
         note = "every k saturates: the smallest k used"
-    value = statistics.median(r.measured * 1e9 / r.workload["cus"] for r in below)
+
+    def bias(w: float) -> float:
+        return _stream_bias(below, _set(hw, path, w))
+
+    lo, hi = STREAM_WINDOW_BOUNDS
+    value = _root(bias, lo, hi)
+    if abs(bias(value)) > 0.01:
+        note = "; ".join(filter(None, [note, f"at the search's bound ({100 * bias(value):+.1f} % left): the copies"
+                                       " run at another limit (compute.cu_copy_Bps or the HBM)"]))  # fmt: skip
     ks = sorted({r.workload["cus"] for r in below})
-    fit = Fit("compute.cu_copy_Bps", cal.base.compute.cu_copy_Bps, value, "GB/s", 1e9, [r.id for r in below],
-              f"copies on k = {', '.join(map(str, ks))} blocks, bytes read + written per second per block (median)",
-              note=note)  # fmt: skip
+    fit = Fit(path, _get(cal.base, path), value, "KB", 1e3, [r.id for r in below],
+              f"loads one block of the copy kernel keeps in flight: the window at which api.memory_stream's copies"
+              f" on k = {', '.join(map(str, ks))} blocks give the measured GB/s (median bias 0)", note=note)  # fmt: skip
     fit.before = _stream_error(below, cal.base)
-    hw = _set(hw, "compute.cu_copy_Bps", value)
+    hw = _set(hw, path, value)
     fit.after = _stream_error(below, hw)
     cal.fits.append(fit)
     return hw
@@ -312,7 +333,7 @@ def calibrate(rows: list[Any], base: Hardware) -> Calibration:
     cal = Calibration(base, base, [])
     hw = _fit_latencies(rows, base, cal)
     hw = _fit_hbm(rows, hw, cal)
-    hw = _fit_cu_copy(rows, hw, cal)
+    hw = _fit_stream_window(rows, hw, cal)
     hw = _fit_gemm(rows, hw, cal, "bf16")
     for dtype in CLOCK_DTYPES:
         hw = _fit_gemm(rows, hw, cal, dtype)

@@ -332,3 +332,20 @@ def test_a_latency_bound_copy_beside_a_gemm_slows_as_t3_measure_measured():
         old = api.interference(m=w["m"], n=w["n"], k=w["k"], comm="sm_copy", nbytes=w["nbytes"], gpus=1, hardware=plain,
                                cus=w["cus"], arrangement="held")  # fmt: skip
         assert abs(old["comm_slowdown_pct"]) < 1, key
+
+
+def test_a_slowdown_within_the_runs_rounding_is_zero():
+    """``slowdown``: together / alone - 1, but 0 within 1e-12 of alone (the same work summed in another
+    order); an all-reduce on its xGMI links beside a GEMM on the other CUs takes the same time to the last
+    bits but one, and its slowdown prints as 0, not -4.4e-14 %."""
+    from t3.ops.interference import SAME, slowdown
+
+    assert slowdown(1.0 + 4e-16, 1.0) == 0.0 and slowdown(1.0 - 4e-16, 1.0) == 0.0
+    assert slowdown(2.5e-3 * (1 + 10 * SAME), 2.5e-3) == pytest.approx(10 * SAME, rel=1e-3)
+    assert slowdown(1.25, 1.0) == pytest.approx(0.25, rel=1e-15)
+    r = api.interference(
+        8192, 8192, 8192, "all_reduce", 128 << 20, hardware="mi300x-8", arrangement="together",
+        lead_s=47.6e-6,
+    )  # fmt: skip
+    assert abs(r["comm_together_s"] / r["comm_alone_s"] - 1.0) < SAME  # the runs agree but for rounding
+    assert r["comm_slowdown_pct"] == 0.0

@@ -49,7 +49,7 @@ def main(argv: list[str]) -> None:
         try:
             o = pred.predict(r)
         except T3Error as err:  # e.g. a comm on every CU leaves the GEMM none: said, never guessed
-            why = " ".join(str(err).split())
+            why = " ".join(str(err).split()).removeprefix(f"{r.id}: ")  # one line per cause, not per row
             refused[why] += 1
             by[(w["arrangement"], w["victim"] + " (not predicted)")].append((r.measured, r.measured))
             continue

@@ -229,3 +229,71 @@ def test_blocks_replace_the_plans_k_block_counts(tmp_path):
     assert {r.workload["cus"] for r in rows if r.category == "hbm_bandwidth"} == {0, 1, 3}
     held = {r.workload["cus"] for r in rows if r.workload.get("arrangement") == "held"}
     assert held == {1, 3}
+
+
+class _Clocks:
+    """A two-stream timeline for ``_overlap``: each stream has its own clock, events read the clock of the
+    stream they are recorded on, a GEMM call advances stream 1's and an interferer unit stream 2's. The
+    interferer's stream starts ``late`` seconds after the release (0: beside the GEMMs)."""
+
+    concurrent = True
+
+    def __init__(self, late: float):
+        self.clock = {None: 0.0, 1: 0.0, 2: late}
+        self.cur = None
+
+    def stream(self):
+        return None
+
+    @contextlib.contextmanager
+    def use(self, s):
+        prev, self.cur = self.cur, s
+        yield
+        self.cur = prev
+
+    def event(self):
+        owner = self
+
+        class E:
+            def record(self):
+                self.t = owner.clock[owner.cur]
+
+        return E()
+
+    def elapsed(self, a, b):
+        return b.t - a.t
+
+    def wait(self, s, e):
+        pass
+
+    def gate(self, seconds):
+        pass
+
+    def sync(self):
+        pass
+
+
+def test_no_interferer_sample_when_none_ran_beside_the_gemm():
+    """A background whose interferer units all ran after the GEMMs' span gives no interferer sample on a
+    GPU (its calls there are not its time beside the GEMM); beside them, the units inside the span count,
+    and a sequential backend (CPU) counts every unit."""
+    from t3.measure.interference import _overlap
+
+    def go(late: float, concurrent: bool = True):
+        bk = _Clocks(late)
+        bk.concurrent = concurrent
+
+        def vop(i):
+            bk.clock[1] += 1.0
+
+        def unit(j):
+            bk.clock[2] += 0.25
+
+        return _overlap(bk, (None, 1, 2), vop, 4, unit, 20, 0.0)
+
+    after = go(late=10.0)  # every unit after the 4 s span of the GEMMs
+    assert after.victim == [1.0] * 4 and after.comm == []
+    beside = go(late=0.0)
+    assert len(beside.comm) == 16 and all(c == 0.25 for c in beside.comm)  # those ending by 4 s
+    cpu = go(late=10.0, concurrent=False)
+    assert len(cpu.comm) == 20

@@ -159,3 +159,59 @@ def test_markdown_has_the_summary_and_one_line_per_row():
     assert any(line.startswith("| gemm_tflops | waves | < 1 wave |") for line in bands)
     for i in ids:
         assert sum(line.startswith(f"| {i} |") and "TFLOPS" in line for line in lines) == 1
+
+
+def _rows_of(path, ids):
+    """The [[row]] blocks of a measured.toml whose id is one of ``ids``, as a TOML text of their own."""
+    text = open(path).read()
+    blocks = text.split("\n[[row]]\n")
+    keep = [b for b in blocks[1:] if any(f'id = "{i}"' in b for i in ids)]
+    assert len(keep) == len(ids)
+    return "".join("[[row]]\n" + b.strip() + "\n\n" for b in keep)
+
+
+RUN = "measurements/h100/h100-8-20261126-232539/measured.toml"
+ROOT_DIR = __import__("pathlib").Path(__file__).resolve().parents[2]
+
+
+def test_a_users_rows_the_model_refuses_are_listed_and_the_rest_predicted(tmp_path):
+    """`t3 validate --data` on a t3 measure run: a row the model refuses (a held copy that leaves the GEMM
+    no CU slot; an interferer that ran no call beside the GEMM) is listed with its reason, the others are
+    predicted (the shipped dataset, which has no such row, still fails on one)."""
+    tag = "h100-8-20261126-232539"
+    ok = f"{tag}-gemm-bf16-2048x2048x2048"
+    held = f"{tag}-intf-compute-sm_copy-16MiB-cus66-held-8192x8192x8192"
+    apart = f"{tag}-intf-comm-sm_copy-16MiB-cus8-background-8192x8192x8192"
+    f = tmp_path / "mine.toml"
+    f.write_text(_rows_of(ROOT_DIR / RUN, [ok, held, apart]))
+    p = _t3("validate", "--data", str(f), "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert [r["id"] for r in doc["rows"]] == [ok]
+    why = {d["id"]: d["reason"] for d in doc["not_predicted"]}
+    assert set(why) == {held, apart}
+    assert (
+        "leaves the GEMM none" in why[held] and "no call of the interferer ran beside the GEMM" in why[apart]
+    )
+    text = _t3("validate", "--data", str(f)).stdout
+    assert "not predicted: 2 row(s)" in text and held in text and apart in text
+    only = tmp_path / "refused.toml"
+    only.write_text(_rows_of(ROOT_DIR / RUN, [held]))
+    p = _t3("validate", "--data", str(only))
+    assert p.returncode != 0 and "predicts none of the 1 rows" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_kits_rows_taken_apart_from_the_gemm_are_the_ones_with_every_unit_counted():
+    """`not_beside`: a background row of the interferer whose every unit was counted (none inside the
+    GEMM's span) is one; one whose few units inside the span were counted is not; nor is a GEMM-victim
+    row of the same run or a published row."""
+    from t3.validation.runner import not_beside
+
+    rows = {r.id: r for r in load_dataset([ROOT_DIR / RUN])}
+    tag = "h100-8-20261126-232539"
+    apart = rows[f"{tag}-intf-comm-sm_copy-16MiB-cus8-background-8192x8192x8192"]
+    beside = rows[f"{tag}-intf-comm-sm_copy-16MiB-cus4-background-8192x8192x8192"]
+    assert apart.published["samples_together"] >= apart.published["units"] and not_beside(apart)
+    assert beside.published["samples_together"] < beside.published["units"] and not not_beside(beside)
+    assert not not_beside(rows[f"{tag}-intf-compute-sm_copy-16MiB-cus8-background-8192x8192x8192"])
+    assert not any(not_beside(r) for r in load_dataset())  # the shipped (published) rows

@@ -156,11 +156,17 @@ def validate(
     if plot is not None:  # its folder and figures, before any row runs
         check_output_dir(plot, "--plot", "validate-plot", overwrite_flag=False)
     prog = _Progress()
+    # a user's rows (--data: a whole t3 measure run, say) may hold some the model refuses: listed with
+    # their reasons; the shipped dataset has none (a refusal there is an error)
+    refused: list | None = [] if data else None
     try:
         with size.forced(force):
-            outcomes = run(rows, progress=prog)
+            outcomes = run(rows, progress=prog, refused=refused)
     finally:
         prog.close()
+    if not outcomes:
+        raise ConfigError(f"data: the model predicts none of the {len(rows)} rows selected ({refused[0][1]})")
+    refusals = _refusals(refused or [])
     summary = summarize(outcomes)
     by_band = summarize_bands(outcomes)
     plots: list[str] = []
@@ -172,12 +178,31 @@ def validate(
         doc = {"rows": [o.as_dict() for o in outcomes], "summary": summary, "bands": by_band}
         if plot is not None:
             doc["plots"] = plots
+        if refused:
+            doc["not_predicted"] = [{"id": r.id, "reason": why} for r, why in refused]
         print(json.dumps(doc, indent=1))
         return
     if markdown:
-        print(to_markdown(outcomes, summary, by_band))
+        print(to_markdown(outcomes, summary, by_band) + "".join(f"\n{line}" for line in refusals))
         return
     print_tables(outcomes, summary, plots, by_band)
+    for line in refusals:
+        print(line)
+
+
+def _refusals(refused: list) -> list[str]:
+    """Lines saying which rows the model did not predict and why: each reason once (its rows' ids
+    differ only in the measurement), with how many rows it covers and the first of them."""
+    if not refused:
+        return []
+    by: dict[str, list[str]] = {}
+    for r, why in refused:
+        # the reason without the row's own id, so that rows refused for one cause group together
+        by.setdefault(why.removeprefix(f"{r.id}: "), []).append(r.id)
+    out = [f"not predicted: {len(refused)} row(s) the model refuses, by reason:"]
+    for why, ids in by.items():
+        out.append(f"  {len(ids)} row(s), e.g. {ids[0]}: {why}")
+    return out
 
 
 def _explain(every, row_id: str, as_json: bool, force: bool) -> None:

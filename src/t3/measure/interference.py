@@ -206,8 +206,10 @@ def _overlap(bk: Any, streams: tuple[Any, Any, Any], vop: Any, v_iters: int, uni
     inside = [b - a for a, b in zip(tc, tc[1:], strict=False) if a >= tv[0] and b <= tv[-1]]
     span = tv[-1] - tv[0]
     cov = (tc[-1] - tv[0]) / span if span > 0 else 0.0
-    if not bk.concurrent or not inside:
+    if not bk.concurrent:  # sequential backends (CPU): the streams ran one after the other, every unit counts
         inside = [b - a for a, b in zip(tc, tc[1:], strict=False)]
+    # on a GPU, no unit wholly inside the GEMM's span: the interferer did not run beside it (it waited for the
+    # span, or ran before it), and its calls outside it are not its time beside the GEMM: no sample
     return Overlap(victim, inside, cov, host, gate_s)
 
 
@@ -242,6 +244,12 @@ def _background(run: Any, streams: tuple[Any, Any, Any], shape: tuple[int, int, 
         covs.append(ov.coverage)
     cov = min(covs)
     m, n, k, dtype = shape
+    if not comm:  # no interferer unit ran wholly inside the GEMM's span in any repetition
+        run.note(
+            f"interference {itf.rid}-background-{m}x{n}x{k}: no call of the interferer ran wholly inside the GEMM's"
+            f" span ({units} units queued, the last ending at {cov:.2f} x the span): it waited for the GEMMs or"
+            " ran before them, so its slowdown beside the GEMM is not measured (no comm row)"
+        )
     workload = {"m": m, "n": n, "k": k, "dtype": dtype, "comm": itf.comm, "nbytes": itf.nbytes, "gpus": 1,
                 "cus": itf.cus, "arrangement": "background"}  # fmt: skip
     base = (
@@ -260,13 +268,14 @@ def _background(run: Any, streams: tuple[Any, Any, Any], shape: tuple[int, int, 
     conv = base + "; this row: the GEMM's slowdown"
     cconv = base + "; this row: the interferer's own slowdown (its calls wholly inside the GEMM's span)"
     u_calls = [u / r for u in u_alone]
-    rows = interference_rows(run.ctx, f"{itf.rid}-background-{m}x{n}x{k}", workload,
-                             [("compute", v_alone, victim, conv), ("comm", u_calls, comm, cconv)], extra)  # fmt: skip
+    series = [("compute", v_alone, victim, conv)] + ([("comm", u_calls, comm, cconv)] if comm else [])
+    rows = interference_rows(run.ctx, f"{itf.rid}-background-{m}x{n}x{k}", workload, series, extra)
     run.emit(rows[0], {"alone_s": v_alone, "together_s": victim})
-    run.emit(rows[1], {"alone_s": u_calls, "together_s": comm, "unit_alone_s": u_alone})
+    if comm:
+        run.emit(rows[1], {"alone_s": u_calls, "together_s": comm, "unit_alone_s": u_alone})
     run.progress(
         f"[interference] GEMM {m}x{n}x{k} beside {itf.rid}: GEMM {rows[0]['measured']:+.1f} %,"
-        f" interferer {rows[1]['measured']:+.1f} %"
+        + (f" interferer {rows[1]['measured']:+.1f} %" if comm else " interferer not beside it (no row)")
         + (
             f" (the interferer covered {cov:.2f} x the GEMM's span)"
             if bk.concurrent

@@ -17,7 +17,7 @@ from t3 import api
 from t3.config.hardware import load_hardware
 from t3.errors import T3Error
 from t3.validation.conventions import ABSOLUTE_ERROR, COMPARED_UNIT, measured_compared
-from t3.validation.dataset import CATEGORIES, ROLES, DatasetError, Row
+from t3.validation.dataset import CATEGORIES, MEASURED_SOURCE, ROLES, DatasetError, Row
 
 
 @dataclass(frozen=True)
@@ -142,6 +142,12 @@ class Predictor:
             detail["compared_s"] = t
             return Outcome(row, measured_compared(row), r["tflops"] * r["time_s"] / t, detail)
         if row.category == "interference":
+            if not_beside(row):
+                raise DatasetError(
+                    f"{row.id}: no call of the interferer ran beside the GEMM: every unit of it counted, none"
+                    " wholly inside the GEMM's span (t3 measure took such rows from the interferer's calls outside"
+                    " the span until 2026-11-29): not a slowdown beside the GEMM"
+                )
             kw = {k: w[k] for k in ("m", "n", "k", "dtype", "comm", "nbytes", "gpus", "cus", "algo",
                                     "arrangement", "executor", "channels")}  # fmt: skip
             r = self._call(api.interference, **kw, lead_s=w["lead_us"] * 1e-6, first=w["first"], hardware=hw)
@@ -171,6 +177,21 @@ class Predictor:
         )  # fmt: skip
 
 
+def not_beside(row: Row) -> bool:
+    """A ``t3 measure`` background row of the interferer's own slowdown (victim = comm) taken on a GPU in
+    which none of its units lay wholly inside the GEMM's span: every unit counted (``samples_together`` >=
+    ``units``), so its value is the interferer's calls apart from the GEMM (the kit fell back to them; it
+    now writes no such row). Published rows and CPU rows are never this."""
+    from t3.measure.rows import is_cpu_row  # (here: t3.measure's compat module imports t3.validation)
+
+    w, pub = row.workload, row.published
+    return (
+        row.category == "interference" and w.get("arrangement") == "background" and w.get("victim") == "comm"
+        and row.source.startswith(MEASURED_SOURCE) and not is_cpu_row(row)
+        and "units" in pub and pub.get("samples_together", 0.0) >= pub["units"]
+    )  # fmt: skip
+
+
 def select(
     rows: Iterable[Row], role: str | None = None, category: str | None = None, hardware: str | None = None
 ) -> list[Row]:
@@ -191,8 +212,13 @@ def select(
     ]  # fmt: skip
 
 
-def run(rows: Iterable[Row], progress: Callable[[int, int], None] | None = None) -> list[Outcome]:
-    """Predict every row, in order; ``progress(done, total)`` is called after each."""
+def run(
+    rows: Iterable[Row], progress: Callable[[int, int], None] | None = None,
+    refused: list[tuple[Row, str]] | None = None,
+) -> list[Outcome]:  # fmt: skip
+    """Predict every row, in order; ``progress(done, total)`` is called after each. A row the model
+    refuses raises, naming its file and row (the shipped dataset has none), unless ``refused`` is given
+    (a user's rows, such as a whole ``t3 measure`` run): it then gets ``(row, reason)`` and the rest go on."""
     rows = list(rows)
     p = Predictor()
     out = []
@@ -200,9 +226,12 @@ def run(rows: Iterable[Row], progress: Callable[[int, int], None] | None = None)
         try:
             out.append(p.predict(r))
         except T3Error as err:  # a row the model refuses: name its file and row, as the parse does
-            if str(err).startswith(f"{r.id}:"):
+            if refused is not None:
+                refused.append((r, " ".join(str(err).split())))
+            elif str(err).startswith(f"{r.id}:"):
                 raise
-            raise type(err)(f"{r.origin}: row '{r.id}': {err}") from None
+            else:
+                raise type(err)(f"{r.origin}: row '{r.id}': {err}") from None
         if progress:
             progress(i, len(rows))
     return out
